@@ -1,0 +1,23 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+const src = (p: string) => fileURLToPath(new URL(`${p}/src/index.ts`, import.meta.url));
+
+// Tests import sibling packages from source, so a change in packages/format is seen by
+// packages/segment's tests without a rebuild. Tests that spawn processes use dist/ (built first).
+export default defineConfig({
+  resolve: {
+    alias: {
+      '@seglift/format': src('./packages/format'),
+      '@seglift/legacy': src('./packages/legacy'),
+      '@seglift/segment': src('./packages/segment'),
+      '@seglift/config': src('./config'),
+    },
+  },
+  test: {
+    include: ['packages/*/src/**/*.test.ts', 'apps/*/src/**/*.test.ts', 'config/src/**/*.test.ts', 'deploy/**/*.test.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    pool: 'forks',
+  },
+});
