@@ -1,1 +1,3 @@
 export * from './errors.js';
+export * from './crc.js';
+export * from './types.js';
