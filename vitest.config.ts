@@ -12,6 +12,7 @@ export default defineConfig({
       '@seglift/legacy': src('./packages/legacy'),
       '@seglift/segment': src('./packages/segment'),
       '@seglift/config': src('./config'),
+      '@seglift/observability': src('./packages/observability'),
     },
   },
   test: {
