@@ -1,0 +1,27 @@
+import { DecompressionError, DecompressionLimitError, SegliftError } from '../errors.js';
+
+/** A zero-copy Buffer view (the native codecs want Buffers; callers may hand plain Uint8Arrays). */
+export function asBuffer(data: Uint8Array): Buffer {
+  return Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+}
+
+/** Typed errors pass through; anything a codec library throws becomes a DecompressionError. */
+export function wrapDecompressError(codec: string, err: unknown): SegliftError {
+  if (err instanceof SegliftError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new DecompressionError(`${codec}: cannot decompress: ${message}`, {}, { cause: err });
+}
+
+export function limitError(codec: string, maxBytes: number, size?: number): DecompressionLimitError {
+  const what = size === undefined ? 'more than' : `${size} bytes, more than`;
+  return new DecompressionLimitError(
+    maxBytes,
+    `${codec}: decompressed data would be ${what} the limit of ${maxBytes} bytes`,
+  );
+}
+
+/** Concatenates decoded chunks whose total is already known (and already checked). */
+export function concatChunks(chunks: Uint8Array[], total: number): Buffer {
+  if (chunks.length === 1 && chunks[0].byteLength === total) return asBuffer(chunks[0]);
+  return Buffer.concat(chunks, total);
+}
