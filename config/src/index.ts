@@ -1,1 +1,21 @@
-export {};
+export { ConfigError, type ConfigProblem, PathOutsideRootsError } from './errors.js';
+export {
+  CONFIG_FILE_ENV,
+  ENV_VARS,
+  type LoadConfigOptions,
+  type LoadedConfig,
+  loadConfig,
+  loadConfigWithSources,
+  validateConfig,
+} from './load.js';
+export { type FormatConfigOptions, formatConfig, REDACTED, redactConfig, redactUrl } from './redact.js';
+export { isInside, resolveWithinRoots } from './roots.js';
+export {
+  CODEC_LEVELS,
+  CODECS,
+  type Config,
+  type ConfigInput,
+  ConfigSchema,
+  DEFAULT_MAX_BATCH_BYTES,
+  LOG_LEVELS,
+} from './schema.js';

@@ -1,0 +1,253 @@
+import { readFileSync } from 'node:fs';
+import { extname } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import type { z } from 'zod';
+import { ConfigError, type ConfigProblem } from './errors.js';
+import { redactValue } from './redact.js';
+import { CODEC_LEVELS, type Config, ConfigSchema } from './schema.js';
+
+type EnvType = 'string' | 'int' | 'bool' | 'list';
+
+/** Every SEGLIFT_* variable and the field it sets (the documented mapping). */
+export const ENV_VARS: ReadonlyArray<{ env: string; path: string; type: EnvType }> = [
+  { env: 'SEGLIFT_ROOTS', path: 'roots', type: 'list' },
+  { env: 'SEGLIFT_CODEC', path: 'codec', type: 'string' },
+  { env: 'SEGLIFT_LEVEL', path: 'level', type: 'int' },
+  { env: 'SEGLIFT_GROUPING', path: 'grouping', type: 'string' },
+  { env: 'SEGLIFT_COALESCE_BYTES', path: 'coalesceBytes', type: 'int' },
+  { env: 'SEGLIFT_MAX_BATCH_BYTES', path: 'maxBatchBytes', type: 'int' },
+  { env: 'SEGLIFT_BACKUP_DIR', path: 'backupDir', type: 'string' },
+  { env: 'SEGLIFT_REDIS_URL', path: 'redis.url', type: 'string' },
+  { env: 'SEGLIFT_QUEUE_NAME', path: 'queue.name', type: 'string' },
+  { env: 'SEGLIFT_QUEUE_PREFIX', path: 'queue.prefix', type: 'string' },
+  { env: 'SEGLIFT_WORKER_CONCURRENCY', path: 'worker.concurrency', type: 'int' },
+  { env: 'SEGLIFT_WORKER_ATTEMPTS', path: 'worker.attempts', type: 'int' },
+  { env: 'SEGLIFT_WORKER_BACKOFF_MS', path: 'worker.backoffMs', type: 'int' },
+  { env: 'SEGLIFT_WORKER_LOCK_DURATION_MS', path: 'worker.lockDurationMs', type: 'int' },
+  { env: 'SEGLIFT_WORKER_STALLED_INTERVAL_MS', path: 'worker.stalledIntervalMs', type: 'int' },
+  { env: 'SEGLIFT_WORKER_MAX_STALLED_COUNT', path: 'worker.maxStalledCount', type: 'int' },
+  { env: 'SEGLIFT_WORKER_SHUTDOWN_GRACE_MS', path: 'worker.shutdownGraceMs', type: 'int' },
+  { env: 'SEGLIFT_READINESS_QUIET_MS', path: 'readiness.quietMs', type: 'int' },
+  { env: 'SEGLIFT_READINESS_REQUIRE_ROLLED', path: 'readiness.requireRolled', type: 'bool' },
+  {
+    env: 'SEGLIFT_LIMITS_MAX_DECOMPRESSED_BATCH_BYTES',
+    path: 'limits.maxDecompressedBatchBytes',
+    type: 'int',
+  },
+  { env: 'SEGLIFT_LIMITS_MAX_SEGMENT_BYTES', path: 'limits.maxSegmentBytes', type: 'int' },
+  { env: 'SEGLIFT_INDEX_INTERVAL_BYTES', path: 'indexIntervalBytes', type: 'int' },
+  { env: 'SEGLIFT_METRICS_PORT', path: 'metrics.port', type: 'int' },
+  { env: 'SEGLIFT_METRICS_HOST', path: 'metrics.host', type: 'string' },
+  { env: 'SEGLIFT_LOG_LEVEL', path: 'log.level', type: 'string' },
+  { env: 'SEGLIFT_LOG_PRETTY', path: 'log.pretty', type: 'bool' },
+];
+
+/** Names the config file when `file` is not given. */
+export const CONFIG_FILE_ENV = 'SEGLIFT_CONFIG';
+
+export interface LoadConfigOptions {
+  /** YAML (.yaml/.yml) or JSON (.json) file; defaults to $SEGLIFT_CONFIG when set. */
+  file?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Highest precedence; nested objects or dotted keys (`{ 'worker.concurrency': 4 }`). */
+  flags?: Record<string, unknown>;
+}
+
+export interface LoadedConfig {
+  config: Config;
+  /** Dotted field path -> where its value came from (fields left at their default are absent). */
+  sources: Record<string, string>;
+}
+
+/** defaults < config file < SEGLIFT_* environment < flags; throws one ConfigError listing every problem. */
+export function loadConfig(options: LoadConfigOptions = {}): Config {
+  return loadConfigWithSources(options).config;
+}
+
+export function loadConfigWithSources(options: LoadConfigOptions = {}): LoadedConfig {
+  const env = options.env ?? process.env;
+  const problems: ConfigProblem[] = [];
+  const merged: Record<string, unknown> = {};
+  const sources: Record<string, string> = {};
+
+  const file = options.file ?? nonEmpty(env[CONFIG_FILE_ENV]);
+  if (file !== undefined) {
+    const source = `file ${file}`;
+    const doc = readConfigFile(file, problems);
+    if (doc !== undefined) mergeInto(merged, doc, sources, source, []);
+  }
+
+  for (const v of ENV_VARS) {
+    const raw = env[v.env];
+    if (raw === undefined || raw === '') continue;
+    setPath(merged, v.path.split('.'), convertEnv(raw, v.type));
+    sources[v.path] = `env ${v.env}`;
+  }
+
+  if (options.flags !== undefined) mergeInto(merged, expandDotted(options.flags), sources, 'flag', []);
+
+  const result = validateConfig(merged, sources);
+  if (!result.ok) problems.push(...result.problems);
+  if (problems.length > 0 || !result.ok) throw new ConfigError(problems);
+  return { config: result.config, sources };
+}
+
+/** Validates a merged input; every problem, including the codec/level cross-check. */
+export function validateConfig(
+  input: unknown,
+  sources: Record<string, string> = {},
+): { ok: true; config: Config } | { ok: false; problems: ConfigProblem[] } {
+  const problems: ConfigProblem[] = [];
+  const parsed = ConfigSchema.safeParse(input, { reportInput: true });
+  if (!parsed.success) problems.push(...parsed.error.issues.flatMap((i) => issueProblems(i, sources)));
+  problems.push(...levelProblems(input, sources));
+  if (problems.length > 0 || !parsed.success) return { ok: false, problems };
+  return { ok: true, config: parsed.data };
+}
+
+function levelProblems(input: unknown, sources: Record<string, string>): ConfigProblem[] {
+  if (!isPlainObject(input)) return [];
+  const level = input.level;
+  if (typeof level !== 'number' || !Number.isInteger(level)) return [];
+  const codec = input.codec ?? 'zstd';
+  if (
+    typeof codec !== 'string' ||
+    !(['none', 'gzip', 'snappy', 'lz4', 'zstd'] as unknown[]).includes(codec)
+  ) {
+    return [];
+  }
+  const range = CODEC_LEVELS[codec];
+  const source = sources.level;
+  if (range === undefined)
+    return [{ path: 'level', value: level, message: `codec ${codec} takes no level`, source }];
+  if (level < range[0] || level > range[1]) {
+    return [
+      {
+        path: 'level',
+        value: level,
+        message: `${codec} level must be between ${range[0]} and ${range[1]}`,
+        source,
+      },
+    ];
+  }
+  return [];
+}
+
+function issueProblems(issue: z.core.$ZodIssue, sources: Record<string, string>): ConfigProblem[] {
+  const base = issue.path.map(String);
+  if (issue.code === 'unrecognized_keys') {
+    return issue.keys.map((k) => {
+      const path = [...base, k].join('.');
+      return { path, message: 'unknown setting', source: sourceOf(path, sources) };
+    });
+  }
+  const path = base.join('.');
+  const value = 'input' in issue ? issue.input : undefined;
+  return [{ path, value: redactValue(path, value), message: issue.message, source: sourceOf(path, sources) }];
+}
+
+function sourceOf(path: string, sources: Record<string, string>): string | undefined {
+  // roots.2 came from whatever set roots.
+  for (let p = path; p !== ''; p = p.includes('.') ? p.slice(0, p.lastIndexOf('.')) : '') {
+    if (sources[p] !== undefined) return sources[p];
+  }
+  return undefined;
+}
+
+function readConfigFile(file: string, problems: ConfigProblem[]): Record<string, unknown> | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    problems.push({ path: '', message: `cannot read config file ${file}: ${(err as Error).message}` });
+    return undefined;
+  }
+  let doc: unknown;
+  try {
+    doc = extname(file).toLowerCase() === '.json' ? JSON.parse(text) : parseYaml(text);
+  } catch (err) {
+    problems.push({ path: '', message: `cannot parse config file ${file}: ${(err as Error).message}` });
+    return undefined;
+  }
+  if (doc === null || doc === undefined) return {};
+  if (!isPlainObject(doc)) {
+    problems.push({ path: '', message: `config file ${file} must contain a mapping of settings` });
+    return undefined;
+  }
+  return doc;
+}
+
+function convertEnv(raw: string, type: EnvType): unknown {
+  const s = raw.trim();
+  switch (type) {
+    case 'int':
+      // Anything that is not a plain integer is passed through so validation reports the raw text.
+      return /^-?\d+$/.test(s) ? Number(s) : raw;
+    case 'bool':
+      if (/^(true|1|yes|on)$/i.test(s)) return true;
+      if (/^(false|0|no|off)$/i.test(s)) return false;
+      return raw;
+    case 'list':
+      return s
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== '');
+    default:
+      return raw;
+  }
+}
+
+function expandDotted(flags: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(flags)) {
+    if (v === undefined) continue;
+    if (k.includes('.')) {
+      const nested: Record<string, unknown> = {};
+      setPath(nested, k.split('.'), v);
+      mergeInto(out, nested, {}, '', []);
+    } else if (isPlainObject(v) && isPlainObject(out[k])) {
+      mergeInto(out[k] as Record<string, unknown>, v, {}, '', []);
+    } else {
+      out[k] = v;
+    }
+  }
+  return out;
+}
+
+/** Deep merge: objects merge, everything else (arrays included) replaces. Records each leaf's source. */
+function mergeInto(
+  target: Record<string, unknown>,
+  src: Record<string, unknown>,
+  sources: Record<string, string>,
+  source: string,
+  prefix: string[],
+): void {
+  for (const [k, v] of Object.entries(src)) {
+    if (v === undefined) continue;
+    const path = [...prefix, k];
+    if (isPlainObject(v)) {
+      if (!isPlainObject(target[k])) target[k] = {};
+      mergeInto(target[k] as Record<string, unknown>, v, sources, source, path);
+    } else {
+      target[k] = v;
+      if (source !== '') sources[path.join('.')] = source;
+    }
+  }
+}
+
+function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {
+  let t = target;
+  for (const k of path.slice(0, -1)) {
+    if (!isPlainObject(t[k])) t[k] = {};
+    t = t[k] as Record<string, unknown>;
+  }
+  t[path[path.length - 1]] = value;
+}
+
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function nonEmpty(s: string | undefined): string | undefined {
+  return s === undefined || s === '' ? undefined : s;
+}
