@@ -1,0 +1,131 @@
+import { describe, expect, it } from 'vitest';
+import {
+  createMetrics,
+  metricsSnapshot,
+  Registry,
+  recordSegmentReport,
+  reportToPushText,
+  setQueueCounts,
+} from './metrics.js';
+
+const report = {
+  result: 'converted',
+  bytesIn: 10_000,
+  bytesOut: 4_000,
+  batchesIn: 20,
+  batchesOut: 5,
+  recordsIn: 1000,
+  recordsOut: 1000,
+  codecIn: 'gzip',
+  codecOut: 'zstd',
+  durationMs: 1500,
+};
+
+describe('createMetrics', () => {
+  it('registers the seglift series and the default process metrics on a fresh registry', async () => {
+    const m = createMetrics();
+    const text = await m.registry.metrics();
+    for (const name of [
+      'seglift_segments_total',
+      'seglift_batches_total',
+      'seglift_records_total',
+      'seglift_bytes_total',
+      'seglift_conversion_duration_seconds',
+      'seglift_errors_total',
+      'seglift_queue_jobs',
+      'process_cpu_user_seconds_total',
+      'nodejs_heap_size_used_bytes',
+    ]) {
+      expect(text).toContain(`# TYPE ${name} `);
+    }
+  });
+
+  it('returns the same metric objects when called twice on one registry', () => {
+    const registry = new Registry();
+    const a = createMetrics(registry);
+    const b = createMetrics(registry);
+    expect(b.segments).toBe(a.segments);
+    expect(b.conversionDuration).toBe(a.conversionDuration);
+    expect(b.queueJobs).toBe(a.queueJobs);
+  });
+});
+
+describe('recordSegmentReport', () => {
+  it('adds a report to every series with exact values', async () => {
+    const m = createMetrics();
+    recordSegmentReport(m, report);
+    recordSegmentReport(m, {
+      ...report,
+      bytesIn: 500,
+      bytesOut: 500,
+      batchesIn: 1,
+      batchesOut: 1,
+      recordsIn: 3,
+      recordsOut: 3,
+      durationMs: 20,
+    });
+    recordSegmentReport(m, {
+      ...report,
+      result: 'failed',
+      codecIn: undefined,
+      bytesOut: 0,
+      batchesOut: 0,
+      recordsOut: 0,
+      recordsIn: -1,
+      durationMs: 7,
+      error: { code: 'CRC_MISMATCH' },
+    });
+    const text = await m.registry.metrics();
+    expect(text).toContain('seglift_segments_total{result="converted"} 2\n');
+    expect(text).toContain('seglift_segments_total{result="failed"} 1\n');
+    expect(text).toContain('seglift_batches_total{direction="in",codec="gzip"} 21\n');
+    expect(text).toContain('seglift_batches_total{direction="in",codec="mixed"} 20\n');
+    expect(text).toContain('seglift_batches_total{direction="out",codec="zstd"} 6\n');
+    expect(text).toContain('seglift_records_total{direction="in"} 1003\n');
+    expect(text).toContain('seglift_records_total{direction="out"} 1003\n');
+    expect(text).toContain('seglift_bytes_total{direction="in",codec="gzip"} 10500\n');
+    expect(text).toContain('seglift_bytes_total{direction="in",codec="mixed"} 10000\n');
+    expect(text).toContain('seglift_bytes_total{direction="out",codec="zstd"} 4500\n');
+    expect(text).toContain('seglift_errors_total{code="CRC_MISMATCH"} 1\n');
+    expect(text).toContain('seglift_conversion_duration_seconds_count 3\n');
+    expect(text).toContain('seglift_conversion_duration_seconds_sum 1.527\n');
+    expect(text).toContain('seglift_conversion_duration_seconds_bucket{le="0.01"} 1\n');
+    expect(text).toContain('seglift_conversion_duration_seconds_bucket{le="0.05"} 2\n');
+    expect(text).toContain('seglift_conversion_duration_seconds_bucket{le="2.5"} 3\n');
+  });
+
+  it('sets queue gauges for the four states, zero for the missing ones', async () => {
+    const m = createMetrics();
+    setQueueCounts(m, { waiting: 12, active: 2, failed: 1, delayed: 9 });
+    const text = await m.registry.metrics();
+    expect(text).toContain('seglift_queue_jobs{state="waiting"} 12\n');
+    expect(text).toContain('seglift_queue_jobs{state="active"} 2\n');
+    expect(text).toContain('seglift_queue_jobs{state="failed"} 1\n');
+    expect(text).toContain('seglift_queue_jobs{state="completed"} 0\n');
+    expect(text).not.toContain('delayed');
+  });
+});
+
+describe('reportToPushText / metricsSnapshot', () => {
+  it('gives only the seglift series, as text and as a flat object', async () => {
+    const m = createMetrics();
+    recordSegmentReport(m, report);
+    const text = await reportToPushText(m.registry);
+    expect(text).toContain(
+      '# TYPE seglift_segments_total counter\nseglift_segments_total{result="converted"} 1\n',
+    );
+    expect(text).not.toContain('process_');
+    expect(text).not.toContain('nodejs_');
+    expect(text.endsWith('\n')).toBe(true);
+    const snap = await metricsSnapshot(m.registry);
+    expect(snap['seglift_segments_total{result="converted"}']).toBe(1);
+    expect(snap['seglift_bytes_total{direction="out",codec="zstd"}']).toBe(4000);
+    expect(snap.seglift_conversion_duration_seconds_count).toBe(1);
+    expect(snap.seglift_conversion_duration_seconds_sum).toBe(1.5);
+    expect(Object.keys(snap).some((k) => k.includes('_bucket') || !k.startsWith('seglift_'))).toBe(false);
+  });
+
+  it('is empty for a registry without seglift series', async () => {
+    expect(await reportToPushText(new Registry())).toBe('');
+  });
+});
