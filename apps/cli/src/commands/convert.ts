@@ -1,0 +1,12 @@
+import type { Command } from '../command.js';
+import { EXIT_CODES_HELP, ExitCode } from '../exit-codes.js';
+
+export const convertCommand: Command = {
+  name: 'convert',
+  summary: 'TODO',
+  help: `Usage: seglift convert\n\n${EXIT_CODES_HELP}\n`,
+  async run(_argv, ctx) {
+    ctx.err.line('not implemented yet');
+    return ExitCode.INTERNAL;
+  },
+};

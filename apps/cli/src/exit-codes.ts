@@ -1,0 +1,57 @@
+import { SegliftError } from '@seglift/format';
+
+/** Process exit codes, documented in every --help text and in apps/cli/README.md. */
+export const ExitCode = {
+  /** Everything read, converted or verified cleanly. */
+  OK: 0,
+  /** A segment failed: bad CRC, truncation, unknown codec, decompression bomb, not a segment. */
+  SEGMENT_FAILED: 1,
+  /** The command line was wrong (unknown option, missing argument, bad value). */
+  USAGE: 2,
+  /** A bug or an unexpected environment problem inside seglift. */
+  INTERNAL: 3,
+} as const;
+export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
+
+export const EXIT_CODES_HELP = `Exit codes:
+  0  ok
+  1  a segment failed (bad CRC, truncation, unknown codec, decompression bomb, not a segment);
+     the message names the file, the byte position and the offset
+  2  usage error
+  3  internal error`;
+
+/** A command line mistake: printed as `error: ...` with a pointer to --help, exit code 2. */
+export class UsageError extends Error {
+  readonly command: string | undefined;
+  constructor(message: string, command?: string) {
+    super(message);
+    this.name = 'UsageError';
+    this.command = command;
+  }
+}
+
+/** Node's fs errors carry a code like ENOENT; they are bad input (exit 1), not bugs. */
+export function isFsError(err: unknown): err is NodeJS.ErrnoException & { path?: string } {
+  return (
+    err instanceof Error &&
+    typeof (err as NodeJS.ErrnoException).code === 'string' &&
+    typeof (err as NodeJS.ErrnoException).syscall === 'string'
+  );
+}
+
+/** One line for stderr: `error[CODE]: message` for typed errors, plain otherwise. */
+export function formatError(err: unknown): string {
+  if (err instanceof SegliftError) return `error[${err.code}]: ${err.message}`;
+  if (isFsError(err)) return `error[IO]: ${err.message}`;
+  if (err instanceof Error) return `error: ${err.message}`;
+  return `error: ${String(err)}`;
+}
+
+/** Exit code an error stands for when it ends a command. */
+export function exitCodeOf(err: unknown): ExitCodeValue {
+  if (err instanceof UsageError) return ExitCode.USAGE;
+  if (err instanceof SegliftError)
+    return err.code === 'INVALID_ARGUMENT' ? ExitCode.USAGE : ExitCode.SEGMENT_FAILED;
+  if (isFsError(err)) return ExitCode.SEGMENT_FAILED;
+  return ExitCode.INTERNAL;
+}

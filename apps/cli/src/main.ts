@@ -1,0 +1,5 @@
+#!/usr/bin/env node
+import { runCli } from './cli.js';
+
+// exitCode rather than exit(): pending stdout writes finish before the process ends.
+process.exitCode = await runCli(process.argv.slice(2));
