@@ -1,12 +1,49 @@
-import type { Command } from '../command.js';
-import { EXIT_CODES_HELP, ExitCode } from '../exit-codes.js';
+import { formatConfig, loadConfigWithSources } from '@seglift/config';
+import { flag, parse, str } from '../args.js';
+import type { Command, CommandContext } from '../command.js';
+import { EXIT_CODES_HELP, ExitCode, UsageError } from '../exit-codes.js';
+
+const HELP = `Usage: seglift config print [--config FILE] [--json]
+
+Print the effective configuration: defaults < config file (--config, else $SEGLIFT_CONFIG)
+< SEGLIFT_* environment variables. Secrets (passwords in URLs) are redacted. The YAML form
+marks every value that does not come from the defaults with '# from <source>'.
+
+Options:
+  --config FILE   YAML or JSON config file
+  --json          print JSON instead of YAML
+  -h, --help      this text
+
+An invalid configuration lists every problem and exits with 2.
+
+${EXIT_CODES_HELP}
+`;
+
+export interface ConfigPrintOptions {
+  config?: string;
+  json?: boolean;
+}
 
 export const configCommand: Command = {
   name: 'config',
-  summary: 'TODO',
-  help: `Usage: seglift config\n\n${EXIT_CODES_HELP}\n`,
-  async run(_argv, ctx) {
-    ctx.err.line('not implemented yet');
-    return ExitCode.INTERNAL;
+  summary: 'config print: the effective configuration, secrets redacted',
+  help: HELP,
+  async run(argv, ctx) {
+    const p = parse('config', argv, { config: { type: 'string' }, json: { type: 'boolean' } });
+    const [sub, ...extra] = p.positionals;
+    if (sub !== 'print') {
+      throw new UsageError(
+        sub === undefined ? 'missing subcommand (print)' : `unknown subcommand '${sub}'`,
+        'config',
+      );
+    }
+    if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`, 'config');
+    return configPrint(ctx, { config: str(p, 'config'), json: flag(p, 'json') });
   },
 };
+
+export async function configPrint(ctx: CommandContext, options: ConfigPrintOptions = {}): Promise<number> {
+  const { config, sources } = loadConfigWithSources({ file: options.config, env: ctx.io.env });
+  ctx.out.write(formatConfig(config, { format: options.json ? 'json' : 'yaml', sources }));
+  return ExitCode.OK;
+}
