@@ -59,6 +59,7 @@ function parseMemberHeader(b: Buffer, pos: number): number {
 }
 
 function gzipDecompressMembers(b: Buffer, maxBytes: number): Buffer {
+  if (b.length === 0) throw new DecompressionError('gzip: empty input', { position: 0 });
   const chunks: Buffer[] = [];
   let total = 0;
   let pos = 0;
