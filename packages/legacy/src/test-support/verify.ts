@@ -1,0 +1,124 @@
+/**
+ * Test-only: runs an Upconverter over legacy entries and checks the v2 output with both
+ * @seglift/format's decoder and kafkajs's, record by record against the legacy source.
+ */
+import {
+  batchCompression,
+  batchTimestampType,
+  checkRecordBatchCrc,
+  decodeRecords,
+  isControlBatch,
+  isTransactional,
+  type LogicalRecord,
+  logicalRecordsEqual,
+  logicalRecordsOfBatch,
+  readRecordBatchHeader,
+} from '@seglift/format';
+import { expect } from 'vitest';
+import { logicalRecordsOfLegacyEntry } from '../deep.js';
+import {
+  type OversizeBatch,
+  Upconverter,
+  type UpconverterOptions,
+  type UpconverterStats,
+} from '../upconvert.js';
+import { KAFKAJS_LOG_APPEND_TIME, kafkajsDecodeRecordBatch } from './kafkajs.js';
+
+const hex = (b: Uint8Array | null) => (b === null ? null : Buffer.from(b).toString('hex'));
+
+export interface UpconvertResult {
+  batches: Uint8Array[];
+  stats: UpconverterStats;
+  oversize: OversizeBatch[];
+  expected: LogicalRecord[];
+}
+
+export async function upconvertAndCheck(
+  entries: Uint8Array[],
+  options: UpconverterOptions,
+  { kafkajs = true }: { kafkajs?: boolean } = {},
+): Promise<UpconvertResult> {
+  const oversize: OversizeBatch[] = [];
+  const up = new Upconverter({ ...options, onOversizeBatch: (b) => oversize.push(b) });
+  const batches: Uint8Array[] = [];
+  const entryOfOffset = new Map<bigint, number>();
+  const expected: LogicalRecord[] = [];
+  entries.forEach((e, i) => {
+    for (const r of logicalRecordsOfLegacyEntry(e, { maxDecompressedBytes: options.maxDecompressedBytes })) {
+      expected.push(r);
+      entryOfOffset.set(r.offset, i);
+    }
+    batches.push(...up.push(e));
+  });
+  batches.push(...up.flush());
+
+  const maxBatchBytes = options.maxBatchBytes ?? 1_048_588;
+  const codec = options.codec ?? 0;
+  let k = 0;
+  for (const batch of batches) {
+    checkRecordBatchCrc(batch);
+    const h = readRecordBatchHeader(batch);
+    expect(h.batchLength + 12).toBe(batch.length);
+    const got = [...logicalRecordsOfBatch(batch)];
+    expect(got.length).toBeGreaterThan(0);
+    const want = expected.slice(k, k + got.length);
+    k += got.length;
+    for (let i = 0; i < got.length; i++) expect(logicalRecordsEqual(got[i], want[i])).toBeNull();
+
+    // Header fields per ref §4.2.
+    expect(h.baseOffset).toBe(want[0].offset);
+    expect(BigInt(h.lastOffsetDelta)).toBe(want[want.length - 1].offset - want[0].offset);
+    expect(h.partitionLeaderEpoch).toBe(-1);
+    expect(h.producerId).toBe(-1n);
+    expect(h.producerEpoch).toBe(-1);
+    expect(h.baseSequence).toBe(-1);
+    expect(isTransactional(h)).toBe(false);
+    expect(isControlBatch(h)).toBe(false);
+    expect(batchCompression(h)).toBe(codec);
+    expect(h.recordsCount).toBe(got.length);
+    const type = batchTimestampType(h);
+    expect(new Set(want.map((r) => r.timestampType))).toEqual(new Set([type]));
+    if (type === 'LogAppendTime') {
+      expect(h.baseTimestamp).toBe(want[0].timestamp);
+      expect(h.maxTimestamp).toBe(want[0].timestamp);
+      expect(decodeRecords(batch).every((r) => r.timestampDelta === 0)).toBe(true);
+    } else {
+      expect(h.baseTimestamp).toBe(want[0].timestamp);
+      expect(h.maxTimestamp).toBe(want.reduce((m, r) => (r.timestamp > m ? r.timestamp : m), -1n));
+    }
+    if (batch.length > maxBatchBytes) expect(h.recordsCount).toBe(1);
+    if (options.grouping !== 'coalesce') {
+      expect(new Set(want.map((r) => entryOfOffset.get(r.offset))).size).toBe(1);
+    }
+
+    if (kafkajs) {
+      const kb = await kafkajsDecodeRecordBatch(batch);
+      expect(kb.firstOffset).toBe(h.baseOffset.toString());
+      expect(kb.lastOffsetDelta).toBe(h.lastOffsetDelta);
+      expect(kb.firstTimestamp).toBe(h.baseTimestamp.toString());
+      expect(kb.maxTimestamp).toBe(h.maxTimestamp.toString());
+      expect(kb.producerId).toBe('-1');
+      expect(kb.producerEpoch).toBe(-1);
+      expect(kb.firstSequence).toBe(-1);
+      expect(kb.partitionLeaderEpoch).toBe(-1);
+      expect(kb.inTransaction).toBe(false);
+      expect(kb.isControlBatch).toBe(false);
+      expect(kb.timestampType === KAFKAJS_LOG_APPEND_TIME).toBe(type === 'LogAppendTime');
+      expect(kb.records.length).toBe(want.length);
+      kb.records.forEach((r, i) => {
+        expect(r.offset).toBe(want[i].offset.toString());
+        expect(r.timestamp).toBe(want[i].timestamp.toString());
+        expect(hex(r.key)).toBe(hex(want[i].key));
+        expect(hex(r.value)).toBe(hex(want[i].value));
+        expect(r.headers).toEqual({});
+      });
+    }
+  }
+  expect(k).toBe(expected.length);
+  expect(up.stats.entriesIn).toBe(entries.length);
+  expect(up.stats.recordsIn).toBe(expected.length);
+  expect(up.stats.batchesOut).toBe(batches.length);
+  expect(up.stats.bytesOut).toBe(batches.reduce((s, b) => s + b.length, 0));
+  expect(up.stats.oversizeBatches).toBe(oversize.length);
+  return { batches, stats: up.stats, oversize, expected };
+}
