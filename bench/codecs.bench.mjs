@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Codec throughput of @seglift/format (built: pnpm --filter @seglift/format build), plus
 // node:zlib vs fflate for gzip. Data: ~32 MiB of deterministic semi-compressible JSON-ish
-// records, cut into batch-sized chunks (BENCH_CHUNK bytes, default 1 MiB) as the rewriter does.
-// MB/s are of uncompressed bytes, best of BENCH_REPEAT (default 3) runs.
+// records, cut into batch-sized chunks (--chunk=N bytes, default 1 MiB) as the rewriter does.
+// MB/s are of uncompressed bytes, best of --repeat=N (default 3) runs; --bytes=N for the total.
+// Run: node --expose-gc bench/codecs.bench.mjs
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -14,9 +15,13 @@ const requireFromFormat = createRequire(
 );
 const fflate = requireFromFormat('fflate');
 
-const TOTAL = Number(process.env.BENCH_BYTES ?? 32 * 1024 * 1024);
-const CHUNK = Number(process.env.BENCH_CHUNK ?? 1024 * 1024);
-const REPEAT = Number(process.env.BENCH_REPEAT ?? 3);
+const arg = (name, fallback) => {
+  const hit = process.argv.find((a) => a.startsWith(`--${name}=`));
+  return hit === undefined ? fallback : Number(hit.slice(name.length + 3));
+};
+const TOTAL = arg('bytes', 32 * 1024 * 1024);
+const CHUNK = arg('chunk', 1024 * 1024);
+const REPEAT = arg('repeat', 3);
 
 function mulberry32(seed) {
   let a = seed >>> 0;
