@@ -1,12 +1,291 @@
-import type { Command } from '../command.js';
-import { EXIT_CODES_HELP, ExitCode } from '../exit-codes.js';
+import {
+  batchCompression,
+  type CodecName,
+  CompressionType,
+  codecId,
+  codecName,
+  isControlBatch,
+  readRecordBatchHeader,
+  recompressRecordBatch,
+  SegliftError,
+} from '@seglift/format';
+import { type Grouping, legacyCompression, Upconverter } from '@seglift/legacy';
+import { choice, flag, intOpt, parse, requirePositionals } from '../args.js';
+import type { Command, CommandContext } from '../command.js';
+import { EXIT_CODES_HELP, ExitCode, formatError, isFsError } from '../exit-codes.js';
+import { toJsonLine } from '../io.js';
+import { LogFileReader } from '../log-reader.js';
+import { findPartitions, type PartitionDir } from '../partitions.js';
+import { formatBytes, renderTable } from '../table.js';
+
+const CODECS: readonly CodecName[] = ['none', 'gzip', 'snappy', 'lz4', 'zstd'];
+export const DEFAULT_SAMPLE_BYTES = 16 * 1024 * 1024;
+
+const HELP = `Usage: seglift audit <dir>... [options]
+
+Kafka 4 readiness report. <dir> is a broker log.dir (its <topic>-<partition> subdirectories are
+audited) or one partition directory. Per partition: segments and bytes still in magic 0/1,
+bytes per codec, the active segment, what 'seglift migrate' would change, and the estimated
+size after recompression to the target codec. The estimate converts a sample of the batches
+exactly (upconversion + recompression, as migrate would) and scales the rest by the sample's
+ratio; with --sample-bytes at least the size of the data the estimate is exact.
+
+Options:
+  --codec C          target codec: none|gzip|snappy|lz4|zstd (default zstd)
+  --level N          target compression level (codec default otherwise)
+  --grouping G       kafka|coalesce, how legacy entries become v2 batches (default kafka)
+  --sample-bytes N   bytes per partition converted exactly for the estimate (default 16m;
+                     k/m/g suffixes allowed)
+  --include-active   count the active (last) segment as something migrate would change
+  --json             one NDJSON object per partition, then a summary object
+  -h, --help         this text
+
+Audit only reads. A segment that cannot be read is reported and makes the exit code 1.
+
+${EXIT_CODES_HELP}
+`;
+
+export interface AuditOptions {
+  codec?: CodecName;
+  level?: number;
+  grouping?: Grouping;
+  sampleBytes?: number;
+  includeActive?: boolean;
+  json?: boolean;
+}
+
+export interface PartitionAudit {
+  dir: string;
+  topic: string;
+  partition: number;
+  segments: number;
+  bytes: number;
+  /** Segments holding any magic 0/1 entry, and the bytes of those entries. */
+  legacySegments: number;
+  legacyBytes: number;
+  /** Entry bytes per `v<magic>/<codec>` (e.g. `v1/gzip`, `v2/none`). */
+  bytesByFormat: Record<string, number>;
+  activeSegment: string;
+  /** Segments (and their bytes) a migrate to the target codec would rewrite. */
+  convertSegments: number;
+  convertBytes: number;
+  /** Estimated bytes of those segments after conversion. */
+  estimatedBytesAfter: number;
+  /** Bytes converted exactly for the estimate. */
+  sampledBytes: number;
+  errors: string[];
+}
 
 export const auditCommand: Command = {
   name: 'audit',
-  summary: 'TODO',
-  help: `Usage: seglift audit\n\n${EXIT_CODES_HELP}\n`,
-  async run(_argv, ctx) {
-    ctx.err.line('not implemented yet');
-    return ExitCode.INTERNAL;
+  summary: 'Kafka 4 readiness: legacy data, codecs, what a migrate would change',
+  help: HELP,
+  async run(argv, ctx) {
+    const p = parse('audit', argv, {
+      codec: { type: 'string' },
+      level: { type: 'string' },
+      grouping: { type: 'string' },
+      'sample-bytes': { type: 'string' },
+      'include-active': { type: 'boolean' },
+      json: { type: 'boolean' },
+    });
+    const dirs = requirePositionals('audit', p, '<dir>... (a Kafka log dir or partition dir)');
+    return audit(dirs, ctx, {
+      codec: choice('audit', p, 'codec', CODECS),
+      level: intOpt('audit', p, 'level', { min: -131072, max: 22 }),
+      grouping: choice('audit', p, 'grouping', ['kafka', 'coalesce'] as const),
+      sampleBytes: intOpt('audit', p, 'sample-bytes', { sizes: true }),
+      includeActive: flag(p, 'include-active'),
+      json: flag(p, 'json'),
+    });
   },
 };
+
+/** Reads every segment under `dirs`; returns the per-partition audits. */
+export async function auditPartitions(dirs: string[], options: AuditOptions = {}): Promise<PartitionAudit[]> {
+  const partitions = await findPartitions(dirs);
+  const out: PartitionAudit[] = [];
+  for (const p of partitions) out.push(await auditPartition(p, options));
+  return out;
+}
+
+async function auditPartition(p: PartitionDir, options: AuditOptions): Promise<PartitionAudit> {
+  const target = codecId(options.codec ?? 'zstd');
+  const sampleBudget = options.sampleBytes ?? DEFAULT_SAMPLE_BYTES;
+  const perSegmentSample = Math.ceil(sampleBudget / p.segments.length);
+  const a: PartitionAudit = {
+    dir: p.dir,
+    topic: p.topic,
+    partition: p.partition,
+    segments: p.segments.length,
+    bytes: 0,
+    legacySegments: 0,
+    legacyBytes: 0,
+    bytesByFormat: {},
+    activeSegment: p.segments[p.segments.length - 1].path,
+    convertSegments: 0,
+    convertBytes: 0,
+    estimatedBytesAfter: 0,
+    sampledBytes: 0,
+    errors: [],
+  };
+  // Per partition: converted-sample ratio for the changeable bytes not sampled.
+  let sampleIn = 0;
+  let sampleOut = 0;
+  const pending: { unchanged: number; sampledOut: number; unsampled: number; bytes: number }[] = [];
+  for (let i = 0; i < p.segments.length; i++) {
+    const seg = p.segments[i];
+    const active = i === p.segments.length - 1;
+    let segBytes = 0;
+    let legacy = 0;
+    let changeable = 0;
+    let segSampleIn = 0;
+    let segSampleOut = 0;
+    const upconverter = new Upconverter({
+      grouping: options.grouping ?? 'kafka',
+      codec: target,
+      level: options.level,
+    });
+    let upconvertedIn = 0;
+    const reader = new LogFileReader(seg.path);
+    try {
+      for await (const e of reader.entries()) {
+        segBytes += e.size;
+        let codec: number;
+        let needsChange: boolean;
+        if (e.magic < 2) {
+          legacy += e.size;
+          codec = legacyCompression(e.bytes[17]);
+          needsChange = true;
+        } else {
+          const h = readRecordBatchHeader(e.bytes);
+          codec = batchCompression(h);
+          needsChange = codec !== target && !isControlBatch(h) && h.recordsCount > 0;
+        }
+        const key = `v${e.magic}/${codec <= CompressionType.ZSTD ? codecName(codec) : `unknown(${codec})`}`;
+        a.bytesByFormat[key] = (a.bytesByFormat[key] ?? 0) + e.size;
+        if (!needsChange) continue;
+        changeable += e.size;
+        if (segSampleIn >= perSegmentSample) continue;
+        segSampleIn += e.size;
+        if (e.magic < 2) {
+          upconvertedIn += e.size;
+          for (const b of upconverter.push(e.bytes)) segSampleOut += b.length;
+        } else {
+          segSampleOut += recompressRecordBatch(e.bytes, target, { level: options.level }).length;
+        }
+      }
+      if (upconvertedIn > 0) for (const b of upconverter.flush()) segSampleOut += b.length;
+      const trailing = reader.end - reader.validEnd;
+      if (trailing > 0)
+        a.errors.push(`${seg.path}: ${trailing} invalid bytes at the end (position ${reader.validEnd})`);
+    } catch (err) {
+      if (!(err instanceof SegliftError) && !isFsError(err)) throw err;
+      a.errors.push(formatError(err));
+    }
+    a.bytes += segBytes;
+    if (legacy > 0) {
+      a.legacySegments++;
+      a.legacyBytes += legacy;
+    }
+    a.sampledBytes += segSampleIn;
+    sampleIn += segSampleIn;
+    sampleOut += segSampleOut;
+    if (changeable > 0 && (!active || options.includeActive)) {
+      a.convertSegments++;
+      a.convertBytes += segBytes;
+      pending.push({
+        unchanged: segBytes - changeable,
+        sampledOut: segSampleOut,
+        unsampled: changeable - segSampleIn,
+        bytes: segBytes,
+      });
+    }
+  }
+  const ratio = sampleIn === 0 ? 1 : sampleOut / sampleIn;
+  for (const s of pending)
+    a.estimatedBytesAfter += s.unchanged + s.sampledOut + Math.round(s.unsampled * ratio);
+  return a;
+}
+
+export async function audit(
+  dirs: string[],
+  ctx: CommandContext,
+  options: AuditOptions = {},
+): Promise<number> {
+  const audits = await auditPartitions(dirs, options);
+  const total = {
+    partitions: audits.length,
+    segments: 0,
+    bytes: 0,
+    legacySegments: 0,
+    legacyBytes: 0,
+    convertSegments: 0,
+    convertBytes: 0,
+    estimatedBytesAfter: 0,
+    errors: 0,
+  };
+  for (const a of audits) {
+    total.segments += a.segments;
+    total.bytes += a.bytes;
+    total.legacySegments += a.legacySegments;
+    total.legacyBytes += a.legacyBytes;
+    total.convertSegments += a.convertSegments;
+    total.convertBytes += a.convertBytes;
+    total.estimatedBytesAfter += a.estimatedBytesAfter;
+    total.errors += a.errors.length;
+  }
+  const codec = options.codec ?? 'zstd';
+  if (options.json) {
+    for (const a of audits) ctx.out.line(toJsonLine({ type: 'partition', ...a }));
+    ctx.out.line(toJsonLine({ type: 'summary', codec, ...total }));
+  } else {
+    const rows = audits.map((a) => [
+      `${a.topic}-${a.partition}`,
+      String(a.segments),
+      formatBytes(a.bytes),
+      String(a.legacySegments),
+      formatBytes(a.legacyBytes),
+      Object.entries(a.bytesByFormat)
+        .sort()
+        .map(([k, v]) => `${k}=${formatBytes(v)}`)
+        .join(' '),
+      String(a.convertSegments),
+      formatBytes(a.convertBytes),
+      formatBytes(a.estimatedBytesAfter),
+    ]);
+    ctx.out.write(
+      renderTable(
+        [
+          'PARTITION',
+          'SEGMENTS',
+          'BYTES',
+          'LEGACY SEGS',
+          'LEGACY BYTES',
+          'FORMATS',
+          'TO CONVERT',
+          'CONVERT BYTES',
+          `EST. AFTER (${codec})`,
+        ],
+        rows,
+      ),
+    );
+    ctx.out.line('');
+    ctx.out.line(
+      `${total.partitions} partitions, ${total.segments} segments, ${formatBytes(total.bytes)}; ` +
+        `${total.legacySegments} segments hold magic 0/1 data (${formatBytes(total.legacyBytes)}).`,
+    );
+    ctx.out.line(
+      `migrate --codec ${codec} would rewrite ${total.convertSegments} segments (${formatBytes(total.convertBytes)})` +
+        ` to about ${formatBytes(total.estimatedBytesAfter)}` +
+        (options.includeActive ? '.' : '; active segments are left alone (--include-active to count them).'),
+    );
+    ctx.out.line(
+      total.legacySegments === 0
+        ? 'Kafka 4 readiness: no magic 0/1 data found.'
+        : `Kafka 4 readiness: ${total.legacySegments} segments still hold magic 0/1 data; 'seglift migrate' upconverts them to v2.`,
+    );
+  }
+  for (const a of audits) for (const e of a.errors) ctx.err.line(e);
+  return total.errors > 0 ? ExitCode.SEGMENT_FAILED : ExitCode.OK;
+}
