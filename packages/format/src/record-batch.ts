@@ -1,1 +1,402 @@
-export {};
+import { ByteReader, ByteWriter } from './bytes.js';
+import { compress, DEFAULT_MAX_DECOMPRESSED_BATCH_BYTES, decompress } from './codecs/index.js';
+import { crc32c } from './crc.js';
+import {
+  CorruptRecordError,
+  CrcMismatchError,
+  InvalidArgumentError,
+  SegliftError,
+  TruncatedDataError,
+  UnsupportedFormatError,
+} from './errors.js';
+import { readRecord, sizeOfRecord, writeRecord } from './record.js';
+import type { Record, TimestampType } from './types.js';
+
+/**
+ * v2 record batches (ref §5, Kafka's DefaultRecordBatch). Batch functions take the bytes of one
+ * whole batch starting at its baseOffset field; bytes beyond `LOG_OVERHEAD + batchLength` are
+ * ignored. Positions in errors are relative to the start of the batch.
+ */
+
+/** baseOffset int64 + batchLength int32 (Records.LOG_OVERHEAD). */
+export const LOG_OVERHEAD = 12;
+/** The magic byte sits at byte 16 in every format (Records.MAGIC_OFFSET). */
+export const MAGIC_OFFSET = 16;
+/** Size of the v2 batch header (DefaultRecordBatch.RECORD_BATCH_OVERHEAD). */
+export const RECORD_BATCH_OVERHEAD = 61;
+
+export const CRC_OFFSET = 17;
+export const ATTRIBUTES_OFFSET = 21;
+export const RECORDS_COUNT_OFFSET = 57;
+
+const COMPRESSION_CODEC_MASK = 0x07;
+const TIMESTAMP_TYPE_MASK = 0x08;
+const TRANSACTIONAL_FLAG_MASK = 0x10;
+const CONTROL_FLAG_MASK = 0x20;
+const DELETE_HORIZON_FLAG_MASK = 0x40;
+
+export interface RecordBatchHeader {
+  baseOffset: bigint;
+  /** Bytes after the batchLength field (total size - 12). */
+  batchLength: number;
+  partitionLeaderEpoch: number;
+  magic: number;
+  /** Stored CRC-32C, unsigned. */
+  crc: number;
+  /** The full int16, bits 7-15 included (they are covered by the CRC and kept). */
+  attributes: number;
+  lastOffsetDelta: number;
+  baseTimestamp: bigint;
+  maxTimestamp: bigint;
+  producerId: bigint;
+  producerEpoch: number;
+  baseSequence: number;
+  recordsCount: number;
+}
+
+/** What an encoder needs: the header minus what is derived from the records (length, crc, magic, count). */
+export type RecordBatchFields = Omit<RecordBatchHeader, 'batchLength' | 'crc' | 'magic' | 'recordsCount'>;
+
+export interface DecodeOptions {
+  /** Limit for decompressed record bytes (default DEFAULT_MAX_DECOMPRESSED_BATCH_BYTES). */
+  maxDecompressedBytes?: number;
+}
+
+function viewOf(buf: Uint8Array): DataView {
+  return new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+}
+
+/**
+ * Parses the 61-byte header at `pos`. Needs only the header bytes: no record access, no CRC check.
+ * Magic other than 2 -> UnsupportedFormatError; batchLength too small -> CorruptRecordError.
+ */
+export function readRecordBatchHeader(buf: Uint8Array, pos = 0): RecordBatchHeader {
+  if (buf.length - pos < RECORD_BATCH_OVERHEAD) {
+    throw new TruncatedDataError(
+      `record batch header needs ${RECORD_BATCH_OVERHEAD} bytes, ${Math.max(0, buf.length - pos)} available`,
+      { position: pos },
+    );
+  }
+  const v = viewOf(buf);
+  const baseOffset = v.getBigInt64(pos);
+  const magic = v.getInt8(pos + MAGIC_OFFSET);
+  if (magic !== 2) {
+    throw new UnsupportedFormatError(`not a v2 record batch: magic ${magic}`, {
+      position: pos + MAGIC_OFFSET,
+      offset: baseOffset,
+    });
+  }
+  const batchLength = v.getInt32(pos + 8);
+  if (batchLength < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) {
+    throw new CorruptRecordError(
+      `record batch length ${batchLength} is below the minimum ${RECORD_BATCH_OVERHEAD - LOG_OVERHEAD}`,
+      { position: pos + 8, offset: baseOffset },
+    );
+  }
+  return {
+    baseOffset,
+    batchLength,
+    partitionLeaderEpoch: v.getInt32(pos + 12),
+    magic,
+    crc: v.getUint32(pos + CRC_OFFSET),
+    attributes: v.getInt16(pos + ATTRIBUTES_OFFSET) & 0xffff,
+    lastOffsetDelta: v.getInt32(pos + 23),
+    baseTimestamp: v.getBigInt64(pos + 27),
+    maxTimestamp: v.getBigInt64(pos + 35),
+    producerId: v.getBigInt64(pos + 43),
+    producerEpoch: v.getInt16(pos + 51),
+    baseSequence: v.getInt32(pos + 53),
+    recordsCount: v.getInt32(pos + RECORDS_COUNT_OFFSET),
+  };
+}
+
+type Attrs = { attributes: number };
+
+/** Codec id from attribute bits 0-2 (5-7 are unknown; the codec layer rejects them). */
+export function batchCompression(h: Attrs): number {
+  return h.attributes & COMPRESSION_CODEC_MASK;
+}
+
+export function batchTimestampType(h: Attrs): TimestampType {
+  return (h.attributes & TIMESTAMP_TYPE_MASK) !== 0 ? 'LogAppendTime' : 'CreateTime';
+}
+
+export function isTransactional(h: Attrs): boolean {
+  return (h.attributes & TRANSACTIONAL_FLAG_MASK) !== 0;
+}
+
+export function isControlBatch(h: Attrs): boolean {
+  return (h.attributes & CONTROL_FLAG_MASK) !== 0;
+}
+
+/** Bit 6: baseTimestamp holds the delete horizon (KIP-534). */
+export function hasDeleteHorizon(h: Attrs): boolean {
+  return (h.attributes & DELETE_HORIZON_FLAG_MASK) !== 0;
+}
+
+export function batchLastOffset(h: { baseOffset: bigint; lastOffsetDelta: number }): bigint {
+  return h.baseOffset + BigInt(h.lastOffsetDelta);
+}
+
+/** Header plus the batch's own bytes, trimmed to its declared size. */
+function sliceBatch(batch: Uint8Array): { header: RecordBatchHeader; bytes: Uint8Array } {
+  const header = readRecordBatchHeader(batch, 0);
+  const size = LOG_OVERHEAD + header.batchLength;
+  if (batch.length < size) {
+    throw new TruncatedDataError(`record batch declares ${size} bytes, ${batch.length} available`, {
+      position: 0,
+      offset: header.baseOffset,
+    });
+  }
+  return { header, bytes: size === batch.length ? batch : batch.subarray(0, size) };
+}
+
+/** CRC-32C over attributes..end (ref §5.2). */
+export function computeRecordBatchCrc(batch: Uint8Array): number {
+  const { bytes } = sliceBatch(batch);
+  return crc32c(bytes.subarray(ATTRIBUTES_OFFSET));
+}
+
+/** Throws CrcMismatchError when the stored CRC-32C is wrong. */
+export function checkRecordBatchCrc(batch: Uint8Array): void {
+  const { header, bytes } = sliceBatch(batch);
+  const actual = crc32c(bytes.subarray(ATTRIBUTES_OFFSET));
+  if (actual !== header.crc) {
+    throw new CrcMismatchError('CRC-32C', header.crc, actual, {
+      position: CRC_OFFSET,
+      offset: header.baseOffset,
+    });
+  }
+}
+
+/** The record bytes of a batch, decompressed when the batch is compressed. */
+export function recordsPayload(batch: Uint8Array, opts: DecodeOptions = {}): Uint8Array {
+  const { header, bytes } = sliceBatch(batch);
+  return payloadOf(header, bytes, opts);
+}
+
+function payloadOf(header: RecordBatchHeader, bytes: Uint8Array, opts: DecodeOptions): Uint8Array {
+  const raw = bytes.subarray(RECORD_BATCH_OVERHEAD);
+  const codec = batchCompression(header);
+  if (codec === 0) return raw;
+  try {
+    return decompress(codec, raw, {
+      magic: 2,
+      maxBytes: opts.maxDecompressedBytes ?? DEFAULT_MAX_DECOMPRESSED_BATCH_BYTES,
+    });
+  } catch (err) {
+    if (err instanceof SegliftError)
+      err.withContext({ position: RECORD_BATCH_OVERHEAD, offset: header.baseOffset });
+    throw err;
+  }
+}
+
+/**
+ * Checks DefaultRecordBatch's iterators make: negative count is corrupt; the record stream must
+ * hold exactly `count` records (bytes left over, or a stream ending early, are errors).
+ * A count of 0 yields nothing without touching (or decompressing) the payload.
+ */
+function openRecords(batch: Uint8Array, opts: DecodeOptions) {
+  const { header, bytes } = sliceBatch(batch);
+  const count = header.recordsCount;
+  if (count < 0) {
+    throw new CorruptRecordError(`negative record count ${count}`, {
+      position: RECORDS_COUNT_OFFSET,
+      offset: header.baseOffset,
+    });
+  }
+  const compressed = batchCompression(header) !== 0;
+  let reader: ByteReader;
+  // Records are views into these bytes; plain Uint8Array views are cheaper than Buffer ones
+  // (no species lookup) and compare equal whatever the caller passed in.
+  if (count === 0) {
+    reader = new ByteReader(bytes, RECORD_BATCH_OVERHEAD, RECORD_BATCH_OVERHEAD);
+  } else if (compressed) {
+    reader = new ByteReader(plain(payloadOf(header, bytes, opts)));
+  } else {
+    reader = new ByteReader(plain(bytes), RECORD_BATCH_OVERHEAD);
+  }
+  return { header, count, compressed, reader };
+}
+
+function plain(b: Uint8Array): Uint8Array {
+  return Object.getPrototypeOf(b) === Uint8Array.prototype
+    ? b
+    : new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+}
+
+/** Turns a position inside a decompressed stream into one the caller can use. */
+function relocate(err: unknown, header: RecordBatchHeader, compressed: boolean): unknown {
+  if (!(err instanceof SegliftError)) return err;
+  if (compressed && err instanceof CorruptRecordError) {
+    const inner = err.position;
+    return new CorruptRecordError(
+      `${err.detail} (at byte ${inner ?? '?'} of the decompressed records)`,
+      { position: RECORD_BATCH_OVERHEAD, offset: header.baseOffset },
+      { cause: err },
+    );
+  }
+  return err.withContext({ offset: header.baseOffset });
+}
+
+function checkNoneRemaining(reader: ByteReader, count: number): void {
+  if (reader.remaining !== 0) {
+    throw new CorruptRecordError(
+      `${reader.remaining} bytes left in the record stream after the declared ${count} records`,
+      { position: reader.pos },
+    );
+  }
+}
+
+/** Decodes every record of a v2 batch (no CRC check; call checkRecordBatchCrc for that). */
+export function decodeRecords(batch: Uint8Array, opts: DecodeOptions = {}): Record[] {
+  const { header, count, compressed, reader } = openRecords(batch, opts);
+  const records: Record[] = new Array(count);
+  try {
+    for (let i = 0; i < count; i++) {
+      if (reader.remaining === 0) {
+        throw new CorruptRecordError(`record stream ended after ${i} of ${count} records`, {
+          position: reader.pos,
+        });
+      }
+      records[i] = readRecord(reader);
+    }
+    if (count > 0) checkNoneRemaining(reader, count);
+  } catch (err) {
+    throw relocate(err, header, compressed);
+  }
+  return records;
+}
+
+/** Lazily decodes the records of a v2 batch, with the same checks as decodeRecords. */
+export function* iterateRecords(
+  batch: Uint8Array,
+  opts: DecodeOptions = {},
+): Generator<Record, void, undefined> {
+  const { header, count, compressed, reader } = openRecords(batch, opts);
+  for (let i = 0; i < count; i++) {
+    let record: Record;
+    try {
+      if (reader.remaining === 0) {
+        throw new CorruptRecordError(`record stream ended after ${i} of ${count} records`, {
+          position: reader.pos,
+        });
+      }
+      record = readRecord(reader);
+      if (i === count - 1) checkNoneRemaining(reader, count);
+    } catch (err) {
+      throw relocate(err, header, compressed);
+    }
+    yield record;
+  }
+}
+
+export interface EncodeOptions {
+  level?: number;
+}
+
+/** Encodes records into a new batch. The codec bits of `fields.attributes` are replaced by `codecId`. */
+export function encodeRecordBatch(
+  fields: RecordBatchFields,
+  records: readonly Record[],
+  codecId: number,
+  opts: EncodeOptions = {},
+): Uint8Array {
+  if (codecId === 0) {
+    // Uncompressed: write header and records into one buffer.
+    let size = RECORD_BATCH_OVERHEAD;
+    for (let i = 0; i < records.length; i++) size += sizeOfRecord(records[i]);
+    const w = new ByteWriter(size);
+    writeHeaderFields(w, fields, 0, records.length);
+    for (let i = 0; i < records.length; i++) writeRecord(w, records[i]);
+    return sealBatch(w.finish());
+  }
+  const w = new ByteWriter(4096);
+  for (let i = 0; i < records.length; i++) writeRecord(w, records[i]);
+  return encodeRecordBatchFromPayload(fields, records.length, w.finish(), codecId, opts);
+}
+
+/** Builds a batch around already-encoded record bytes, compressing them with `codecId`. */
+export function encodeRecordBatchFromPayload(
+  fields: RecordBatchFields,
+  recordsCount: number,
+  payload: Uint8Array,
+  codecId: number,
+  opts: EncodeOptions = {},
+): Uint8Array {
+  const body = codecId === 0 ? payload : compress(codecId, payload, { level: opts.level, magic: 2 });
+  const w = new ByteWriter(RECORD_BATCH_OVERHEAD + body.length);
+  writeHeaderFields(w, fields, codecId, recordsCount);
+  w.bytes(body);
+  return sealBatch(w.finish());
+}
+
+function writeHeaderFields(w: ByteWriter, f: RecordBatchFields, codecId: number, count: number): void {
+  if (!Number.isInteger(codecId) || codecId < 0 || codecId > 7) {
+    throw new InvalidArgumentError(`bad codec id ${codecId}`);
+  }
+  if (!Number.isInteger(count) || count < 0 || count > 0x7fffffff) {
+    throw new InvalidArgumentError(`bad record count ${count}`);
+  }
+  w.int64(f.baseOffset);
+  w.int32(0); // batchLength, set by sealBatch
+  w.int32(f.partitionLeaderEpoch);
+  w.int8(2);
+  w.uint32(0); // crc, set by sealBatch
+  w.int16((((f.attributes & ~COMPRESSION_CODEC_MASK) | codecId) << 16) >> 16);
+  w.int32(f.lastOffsetDelta);
+  w.int64(f.baseTimestamp);
+  w.int64(f.maxTimestamp);
+  w.int64(f.producerId);
+  w.int16(f.producerEpoch);
+  w.int32(f.baseSequence);
+  w.int32(count);
+}
+
+function sealBatch(batch: Uint8Array): Uint8Array {
+  const v = viewOf(batch);
+  v.setInt32(8, batch.length - LOG_OVERHEAD);
+  v.setUint32(CRC_OFFSET, crc32c(batch.subarray(ATTRIBUTES_OFFSET)));
+  return batch;
+}
+
+export interface RecompressOptions extends EncodeOptions, DecodeOptions {}
+
+/**
+ * Recompresses a batch's record bytes with `codecId` without re-encoding the records: every header
+ * field but the codec bits, length and CRC is kept. The stored CRC is checked first so a corrupt
+ * batch is never given a fresh, valid CRC. Empty batches (count 0) and control batches come back
+ * unchanged (ref §5.4: Kafka never compresses either).
+ */
+export function recompressRecordBatch(
+  batch: Uint8Array,
+  codecId: number,
+  opts: RecompressOptions = {},
+): Uint8Array {
+  checkRecordBatchCrc(batch);
+  const { header, bytes } = sliceBatch(batch);
+  if (header.recordsCount === 0 || isControlBatch(header)) return bytes;
+  if (header.recordsCount < 0) {
+    throw new CorruptRecordError(`negative record count ${header.recordsCount}`, {
+      position: RECORDS_COUNT_OFFSET,
+      offset: header.baseOffset,
+    });
+  }
+  const payload = payloadOf(header, bytes, opts);
+  return encodeRecordBatchFromPayload(header, header.recordsCount, payload, codecId, opts);
+}
+
+/** The fields an encoder needs to reproduce a header. */
+export function recordBatchFields(h: RecordBatchHeader): RecordBatchFields {
+  return {
+    baseOffset: h.baseOffset,
+    partitionLeaderEpoch: h.partitionLeaderEpoch,
+    attributes: h.attributes,
+    lastOffsetDelta: h.lastOffsetDelta,
+    baseTimestamp: h.baseTimestamp,
+    maxTimestamp: h.maxTimestamp,
+    producerId: h.producerId,
+    producerEpoch: h.producerEpoch,
+    baseSequence: h.baseSequence,
+  };
+}

@@ -1,1 +1,101 @@
-export {};
+import { type ByteReader, type ByteWriter, sizeOfVarint, sizeOfVarlong } from './bytes.js';
+import { CorruptRecordError, InvalidArgumentError } from './errors.js';
+import type { Record, RecordHeader } from './types.js';
+
+/**
+ * One v2 record (ref §5.3, Kafka's DefaultRecord):
+ * `length varint | attributes int8 | timestampDelta varlong | offsetDelta varint |
+ *  key varint-bytes | value varint-bytes | headerCount varint | headers`.
+ */
+
+/** The most bytes a record adds besides key, value and headers (DefaultRecord.MAX_RECORD_OVERHEAD). */
+export const MAX_RECORD_OVERHEAD = 21;
+
+/**
+ * Reads one record at the reader's position, with DefaultRecord.readFrom's checks: the declared
+ * length fits in what is left, header count is sane, and exactly `length` bytes are consumed.
+ * Key, value and header bytes are views into the reader's buffer.
+ */
+export function readRecord(reader: ByteReader): Record {
+  const lengthAt = reader.pos;
+  const length = reader.varint();
+  const start = reader.pos;
+  if (length < 0 || length > reader.end - start) {
+    throw new CorruptRecordError(
+      `invalid record size: declared ${length} bytes, ${reader.end - start} left in the record stream`,
+      { position: lengthAt },
+    );
+  }
+  const attributes = reader.int8();
+  const timestampDelta = reader.varlong();
+  const offsetDelta = reader.varint();
+  const key = reader.nullableBytes();
+  const value = reader.nullableBytes();
+  const countAt = reader.pos;
+  const headerCount = reader.varint();
+  const recordEnd = start + length;
+  if (headerCount < 0 || headerCount > recordEnd - reader.pos) {
+    throw new CorruptRecordError(`invalid number of record headers: ${headerCount}`, { position: countAt });
+  }
+  const headers: RecordHeader[] = new Array(headerCount);
+  for (let i = 0; i < headerCount; i++) {
+    const keyAt = reader.pos;
+    const hkey = reader.nullableBytes();
+    if (hkey === null) throw new CorruptRecordError('null record header key', { position: keyAt });
+    headers[i] = { key: hkey, value: reader.nullableBytes() };
+  }
+  if (reader.pos !== recordEnd) {
+    throw new CorruptRecordError(
+      `invalid record size: declared ${length} bytes, fields take ${reader.pos - start}`,
+      { position: lengthAt },
+    );
+  }
+  return { attributes, timestampDelta, offsetDelta, key, value, headers };
+}
+
+/** Size of a record's body (everything after its length varint). */
+export function sizeOfRecordBody(record: Record): number {
+  let size =
+    1 +
+    sizeOfVarlong(record.timestampDelta) +
+    sizeOfVarint(record.offsetDelta) +
+    sizeOfNullableBytes(record.key) +
+    sizeOfNullableBytes(record.value);
+  const headers = record.headers;
+  size += sizeOfVarint(headers.length);
+  for (let i = 0; i < headers.length; i++) {
+    const h = headers[i];
+    if (h.key === null || h.key === undefined)
+      throw new InvalidArgumentError('record header key must not be null');
+    size += sizeOfNullableBytes(h.key) + sizeOfNullableBytes(h.value);
+  }
+  return size;
+}
+
+/** Total bytes of an encoded record, length varint included. */
+export function sizeOfRecord(record: Record): number {
+  const body = sizeOfRecordBody(record);
+  return sizeOfVarint(body) + body;
+}
+
+function sizeOfNullableBytes(b: Uint8Array | null): number {
+  return b === null ? 1 : sizeOfVarint(b.length) + b.length;
+}
+
+/** Appends one record. */
+export function writeRecord(writer: ByteWriter, record: Record): void {
+  const body = sizeOfRecordBody(record);
+  writer.ensure(body + 5);
+  writer.varint(body);
+  writer.int8(record.attributes);
+  writer.varlong(record.timestampDelta);
+  writer.varint(record.offsetDelta);
+  writer.nullableBytes(record.key);
+  writer.nullableBytes(record.value);
+  const headers = record.headers;
+  writer.varint(headers.length);
+  for (let i = 0; i < headers.length; i++) {
+    writer.nullableBytes(headers[i].key);
+    writer.nullableBytes(headers[i].value);
+  }
+}
