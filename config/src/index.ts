@@ -1,5 +1,14 @@
 export { ConfigError, type ConfigProblem, PathOutsideRootsError } from './errors.js';
 export {
+  DONE_MARKER_TTL_SECONDS,
+  doneMarkerKey,
+  partitionLockKey,
+  SEGMENT_JOB_NAME,
+  type SegmentJobData,
+  SegmentJobSchema,
+  segmentJobId,
+} from './job.js';
+export {
   CONFIG_FILE_ENV,
   ENV_VARS,
   type LoadConfigOptions,

@@ -1,1 +1,14 @@
-export {};
+export { type RunOnceOptions, type RunOnceResult, runOnce } from './once.js';
+export { createRedis, type EnqueueResult, enqueueSegments, jobOptions, openQueue } from './queue.js';
+export {
+  evaluatePartition,
+  type PartitionVerdict,
+  type Readiness,
+  type ReadySegment,
+  type ScanOptions,
+  type ScanResult,
+  SEGMENT_LOG_RE,
+  SKIPPED_DIR_RE,
+  scanRoots,
+} from './scan.js';
+export { startWatching, type WatchHandle, type WatchOptions } from './watch.js';

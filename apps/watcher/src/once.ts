@@ -1,0 +1,111 @@
+import type { Config, SegmentJobData } from '@seglift/config';
+import type { Logger } from '@seglift/observability';
+import { Job, type Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { enqueueSegments } from './queue.js';
+import { scanRoots } from './scan.js';
+
+export interface RunOnceOptions {
+  config: Config;
+  queue: Queue<SegmentJobData>;
+  redis: Redis;
+  logger?: Logger;
+  /** Wait until every queued job finished. */
+  wait?: boolean;
+  pollMs?: number;
+  now?: number;
+}
+
+export interface RunOnceResult {
+  partitions: number;
+  ready: number;
+  notReady: number;
+  alreadyDone: number;
+  queued: number;
+  /** Filled with `wait`. */
+  succeeded: number;
+  failed: Array<{ id: string; path: string; reason: string }>;
+  /** With `wait`: every job succeeded. Without: the scan and enqueue worked. */
+  ok: boolean;
+}
+
+/** `seglift-watcher --once`: scan, queue every ready segment, optionally wait for the queue. */
+export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
+  const { config, queue, redis, logger } = options;
+  if (config.roots.length === 0) throw new Error('no roots configured (set roots or SEGLIFT_ROOTS)');
+  const scan = await scanRoots(config.roots, config.readiness, { now: options.now });
+  for (const r of scan.missingRoots) logger?.warn({ root: r }, 'root does not exist');
+  const enq = await enqueueSegments(queue, redis, config, scan.ready);
+  const result: RunOnceResult = {
+    partitions: scan.partitions,
+    ready: scan.ready.length,
+    notReady: scan.notReady,
+    alreadyDone: enq.alreadyDone,
+    queued: enq.jobIds.length,
+    succeeded: 0,
+    failed: [],
+    ok: true,
+  };
+  logger?.info(
+    {
+      partitions: result.partitions,
+      ready: result.ready,
+      notReady: result.notReady,
+      alreadyDone: result.alreadyDone,
+    },
+    `queued ${result.queued} segments`,
+  );
+  if (!options.wait) return result;
+
+  // A job that failed in an earlier run keeps its id, so the add above was a no-op: an operator
+  // re-running --once wants it tried again.
+  await forEachLimit(enq.jobIds, 50, async ({ id }) => {
+    const job = await Job.fromId(queue, id);
+    if (job !== undefined && (await job.getState()) === 'failed') await job.retry('failed');
+  });
+
+  const pending = new Map(enq.jobIds.map((j) => [j.id, j.path]));
+  const pollMs = options.pollMs ?? 500;
+  let lastLog = Date.now();
+  while (pending.size > 0) {
+    await forEachLimit([...pending], 50, async ([id, path]) => {
+      const state = await queue.getJobState(id);
+      if (state === 'completed') {
+        pending.delete(id);
+        result.succeeded++;
+      } else if (state === 'failed') {
+        const job = await Job.fromId(queue, id);
+        // A job retried by BullMQ is in 'delayed'/'wait', not here: 'failed' is final.
+        pending.delete(id);
+        result.failed.push({ id, path, reason: job?.failedReason ?? 'unknown' });
+      } else if (state === 'unknown') {
+        // Removed (e.g. by an operator): nothing to wait for, and not a success.
+        pending.delete(id);
+        result.failed.push({ id, path, reason: 'job disappeared from the queue' });
+      }
+    });
+    if (pending.size === 0) break;
+    if (Date.now() - lastLog > 10_000) {
+      lastLog = Date.now();
+      logger?.info(
+        { pending: pending.size, succeeded: result.succeeded, failed: result.failed.length },
+        'waiting',
+      );
+    }
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+  result.ok = result.failed.length === 0;
+  return result;
+}
+
+async function forEachLimit<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const run = async (): Promise<void> => {
+    while (next < items.length) await fn(items[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
+}

@@ -1,0 +1,98 @@
+import { readdir } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
+import type { Config, SegmentJobData } from '@seglift/config';
+import type { Logger } from '@seglift/observability';
+import type { Queue } from 'bullmq';
+import { watch } from 'chokidar';
+import type { Redis } from 'ioredis';
+import { enqueueSegments } from './queue.js';
+import { evaluatePartition, SEGMENT_LOG_RE, SKIPPED_DIR_RE } from './scan.js';
+
+export interface WatchOptions {
+  config: Config;
+  queue: Queue<SegmentJobData>;
+  redis: Redis;
+  logger?: Logger;
+  /** Quiet time after the last event in a directory before it is evaluated. */
+  debounceMs?: number;
+  maxDepth?: number;
+  /** Called after each evaluation (tests). */
+  onEvaluated?: (dir: string, queued: number) => void;
+}
+
+export interface WatchHandle {
+  /** Resolves once the initial scan is done. */
+  ready: Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Long-running mode: chokidar on the roots; any change to a segment .log re-evaluates its
+ * partition directory (debounced), archive segments that are not quiet yet get a timer.
+ */
+export function startWatching(options: WatchOptions): WatchHandle {
+  const { config, queue, redis, logger } = options;
+  const debounceMs = options.debounceMs ?? 1000;
+  const timers = new Map<string, NodeJS.Timeout>();
+  const rechecks = new Map<string, NodeJS.Timeout>();
+  let closed = false;
+
+  const evaluate = async (dir: string): Promise<void> => {
+    if (closed) return;
+    let names: string[];
+    try {
+      names = await readdir(dir);
+    } catch {
+      return; // directory removed
+    }
+    const verdict = await evaluatePartition(dir, names, config.readiness);
+    const enq = await enqueueSegments(queue, redis, config, verdict.ready);
+    if (enq.jobIds.length > 0) logger?.info({ dir, queued: enq.jobIds.length }, 'queued segments');
+    clearTimeout(rechecks.get(dir));
+    rechecks.delete(dir);
+    if (verdict.recheckAt !== undefined && !closed) {
+      const t = setTimeout(() => schedule(dir, 0), Math.max(0, verdict.recheckAt - Date.now()));
+      rechecks.set(dir, t);
+    }
+    options.onEvaluated?.(dir, enq.jobIds.length);
+  };
+
+  const schedule = (dir: string, delay = debounceMs): void => {
+    if (closed) return;
+    clearTimeout(timers.get(dir));
+    timers.set(
+      dir,
+      setTimeout(() => {
+        timers.delete(dir);
+        evaluate(dir).catch((err) => logger?.error({ err, dir }, 'evaluating partition failed'));
+      }, delay),
+    );
+  };
+
+  const watcher = watch(config.roots, {
+    persistent: true,
+    ignoreInitial: false,
+    followSymlinks: false,
+    depth: options.maxDepth ?? 4,
+    ignored: (path, stats) => {
+      const name = basename(path);
+      if (SKIPPED_DIR_RE.test(name)) return true;
+      return stats?.isFile() === true && !SEGMENT_LOG_RE.test(name);
+    },
+  });
+  const onFile = (path: string): void => {
+    if (SEGMENT_LOG_RE.test(basename(path))) schedule(dirname(path));
+  };
+  watcher.on('add', onFile).on('change', onFile).on('unlink', onFile);
+  watcher.on('error', (err) => logger?.error({ err }, 'watch error'));
+  const ready = new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
+
+  return {
+    ready,
+    async close() {
+      closed = true;
+      for (const t of [...timers.values(), ...rechecks.values()]) clearTimeout(t);
+      await watcher.close();
+    },
+  };
+}

@@ -1,0 +1,89 @@
+import { UnrecoverableError } from 'bullmq';
+
+/**
+ * Codes of errors that come out the same on every attempt (the bytes or the request are wrong):
+ * the job fails at once instead of burning retries.
+ */
+export const PERMANENT_CODES: ReadonlySet<string> = new Set([
+  'CORRUPT_RECORD',
+  'CRC_MISMATCH',
+  'TRUNCATED',
+  'UNKNOWN_CODEC',
+  'UNSUPPORTED_FORMAT',
+  'DECOMPRESSION_LIMIT',
+  'DECOMPRESSION_FAILED',
+  'VERIFY_MISMATCH',
+  'PATH_OUTSIDE_ROOTS',
+  'INVALID_ARGUMENT',
+]);
+
+/** Node errno codes worth retrying (busy files, full disks being cleaned, fd exhaustion, flaky I/O). */
+export const TRANSIENT_ERRNO: ReadonlySet<string> = new Set([
+  'EBUSY',
+  'EAGAIN',
+  'ENOSPC',
+  'EDQUOT',
+  'EMFILE',
+  'ENFILE',
+  'EIO',
+  'EINTR',
+  'ETIMEDOUT',
+  'ENOMEM',
+  'ESTALE',
+]);
+
+/** Errno codes that need an operator (permissions, read-only mounts): retrying will not help. */
+export const PERMANENT_ERRNO: ReadonlySet<string> = new Set([
+  'EACCES',
+  'EPERM',
+  'EROFS',
+  'EISDIR',
+  'ENOTDIR',
+]);
+
+export type ErrorClass = 'permanent' | 'transient';
+
+export function classifyError(err: unknown): ErrorClass {
+  const e = err as { code?: unknown; cause?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : undefined;
+  if (code !== undefined && PERMANENT_CODES.has(code)) return 'permanent';
+  if (code !== undefined && PERMANENT_ERRNO.has(code)) return 'permanent';
+  // SegmentIoError ('IO') wraps a Node error: its cause decides.
+  if (code === 'IO' && e?.cause !== undefined) {
+    const causeCode = (e.cause as { code?: unknown })?.code;
+    if (typeof causeCode === 'string' && PERMANENT_ERRNO.has(causeCode)) return 'permanent';
+  }
+  return 'transient';
+}
+
+/** JSON of a typed error (SegliftError.toJSON) or the plain fields of any other error. */
+export function errorJson(err: unknown): Record<string, unknown> {
+  if (err !== null && typeof err === 'object') {
+    const e = err as {
+      toJSON?: () => unknown;
+      name?: unknown;
+      code?: unknown;
+      message?: unknown;
+      json?: unknown;
+    };
+    if (e.json !== undefined && typeof e.json === 'object') return e.json as Record<string, unknown>;
+    if (typeof e.toJSON === 'function') {
+      const j = e.toJSON();
+      if (j !== null && typeof j === 'object') return j as Record<string, unknown>;
+    }
+    return { name: e.name, code: e.code, message: e.message };
+  }
+  return { name: 'Error', message: String(err) };
+}
+
+/**
+ * The error a processor throws: UnrecoverableError (BullMQ fails the job without retrying)
+ * carrying the typed error as JSON for permanent errors, a plain Error for transient ones.
+ */
+export function toJobError(err: unknown): Error {
+  const json = errorJson(err);
+  if (classifyError(err) === 'permanent') return new UnrecoverableError(JSON.stringify(json));
+  const e = new Error(JSON.stringify(json));
+  e.name = typeof json.name === 'string' ? json.name : 'Error';
+  return e;
+}

@@ -1,0 +1,95 @@
+import type { Config, SegmentJobData } from '@seglift/config';
+import type { Logger, SegliftMetrics } from '@seglift/observability';
+import { Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { createProcessor, type JobResult } from './processor.js';
+import { threadConvert } from './run-thread.js';
+import { loadSegmentApi } from './segment-api.js';
+import type { ConvertFn } from './types.js';
+
+/** ioredis for BullMQ: commands wait through a Redis restart (maxRetriesPerRequest null) and reconnect. */
+export function createRedis(url: string): Redis {
+  return new Redis(url, {
+    maxRetriesPerRequest: null,
+    enableReadyCheck: true,
+    retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 5), 2000),
+  });
+}
+
+export interface StartWorkerOptions {
+  config: Config;
+  logger: Logger;
+  metrics?: SegliftMetrics;
+  /** Default: @seglift/segment's convertSegment, each call in its own worker thread. */
+  convert?: ConvertFn;
+  recoverLeftovers?: (partitionDir: string) => Promise<unknown>;
+  lockedRetryMs?: number;
+}
+
+export interface WorkerHandle {
+  worker: Worker<SegmentJobData, JobResult>;
+  redis: Redis;
+  /**
+   * Stop taking jobs, let running conversions finish for `graceMs` (default
+   * config.worker.shutdownGraceMs), then abort them (they are requeued), close connections.
+   */
+  shutdown(graceMs?: number): Promise<void>;
+}
+
+export async function startWorker(options: StartWorkerOptions): Promise<WorkerHandle> {
+  const { config, logger } = options;
+  const api =
+    options.convert !== undefined && options.recoverLeftovers !== undefined
+      ? undefined
+      : await loadSegmentApi();
+  const convert = options.convert ?? threadConvert();
+  const recoverLeftovers = options.recoverLeftovers ?? api!.recoverLeftovers;
+  const redis = createRedis(config.redis.url);
+  redis.on('error', (err) => logger.debug({ err }, 'redis error'));
+  const shutdownController = new AbortController();
+  const processor = createProcessor({
+    config,
+    redis,
+    convert,
+    recoverLeftovers,
+    logger,
+    metrics: options.metrics,
+    shutdown: shutdownController.signal,
+    lockedRetryMs: options.lockedRetryMs,
+  });
+  const worker = new Worker<SegmentJobData, JobResult>(config.queue.name, processor, {
+    connection: createRedis(config.redis.url),
+    prefix: config.queue.prefix,
+    concurrency: config.worker.concurrency,
+    lockDuration: config.worker.lockDurationMs,
+    stalledInterval: config.worker.stalledIntervalMs,
+    maxStalledCount: config.worker.maxStalledCount,
+  });
+  worker.on('error', (err) => logger.warn({ err }, 'worker error'));
+  worker.on('failed', (job, err) => {
+    if (job) logger.warn({ jobId: job.id, segment: job.data?.path, reason: err.message }, 'job failed');
+  });
+  worker.on('stalled', (jobId) => logger.warn({ jobId }, 'job stalled; it will be redone'));
+
+  let shuttingDown: Promise<void> | undefined;
+  return {
+    worker,
+    redis,
+    shutdown(graceMs = config.worker.shutdownGraceMs) {
+      shuttingDown ??= (async () => {
+        const closing = worker.close();
+        const timer = setTimeout(() => {
+          logger.warn({ graceMs }, 'grace period over: aborting running conversions');
+          shutdownController.abort(new Error('worker shutting down'));
+        }, graceMs);
+        try {
+          await closing;
+        } finally {
+          clearTimeout(timer);
+          redis.disconnect();
+        }
+      })();
+      return shuttingDown;
+    },
+  };
+}
