@@ -1,0 +1,34 @@
+#!/usr/bin/env node
+// The main job on bundled sample data: copy samples/kafka-logs (magic 0/1 message sets, gzip and
+// snappy wrappers, v2 gzip batches) to .demo/, audit it, migrate it to zstd in place (embedded,
+// no Redis), verify every converted segment, and audit again. The committed samples are never
+// modified.
+import { spawnSync } from 'node:child_process';
+import { cpSync, readdirSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const cli = join(root, 'apps/cli/dist/main.js');
+const work = join(root, '.demo/kafka-logs');
+rmSync(join(root, '.demo'), { recursive: true, force: true });
+cpSync(join(root, 'samples/kafka-logs'), work, { recursive: true });
+
+function seglift(...args) {
+  console.log(`\n$ seglift ${args.join(' ')}`);
+  const r = spawnSync(process.execPath, [cli, ...args], { stdio: 'inherit' });
+  if (r.status !== 0) {
+    console.error(`seglift ${args[0]} exited with ${r.status ?? r.signal}`);
+    process.exit(r.status ?? 1);
+  }
+}
+
+seglift('audit', work);
+seglift('migrate', work, '--codec', 'zstd', '--backup-dir', join(root, '.demo/backup'));
+const converted = [];
+for (const dir of readdirSync(work)) {
+  for (const f of readdirSync(join(work, dir))) if (f.endsWith('.log')) converted.push(join(work, dir, f));
+}
+seglift('verify', ...converted.sort());
+seglift('audit', work);
+console.log(`\nDone: converted copies in ${work}, originals backed up in ${join(root, '.demo/backup')}.`);
