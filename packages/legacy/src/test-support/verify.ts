@@ -84,6 +84,7 @@ export async function upconvertAndCheck(
       expect(decodeRecords(batch).every((r) => r.timestampDelta === 0)).toBe(true);
     } else {
       expect(h.baseTimestamp).toBe(want[0].timestamp);
+      // biome-ignore lint/complexity/useMathMinMax: bigint timestamps
       expect(h.maxTimestamp).toBe(want.reduce((m, r) => (r.timestamp > m ? r.timestamp : m), -1n));
     }
     if (batch.length > maxBatchBytes) expect(h.recordsCount).toBe(1);
