@@ -1,12 +1,170 @@
-import type { Command } from '../command.js';
-import { EXIT_CODES_HELP, ExitCode } from '../exit-codes.js';
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { CodecName } from '@seglift/format';
+import {
+  type ConvertOptions,
+  convertSegment,
+  formatReportTable,
+  type SegmentReport,
+  summarize,
+} from '@seglift/segment';
+import { choice, flag, intOpt, parse, requirePositionals, str } from '../args.js';
+import type { Command, CommandContext } from '../command.js';
+import { EXIT_CODES_HELP, ExitCode, UsageError } from '../exit-codes.js';
+import { toJsonLine } from '../io.js';
+import { ProgressBar } from '../progress.js';
+import { verifyErrorMessage } from './verify.js';
+
+export const CODECS: readonly CodecName[] = ['none', 'gzip', 'snappy', 'lz4', 'zstd'];
+export const GROUPINGS = ['kafka', 'coalesce'] as const;
+
+const HELP = `Usage: seglift convert <segment.log>... --codec C (--out DIR | --in-place [--backup-dir DIR]) [options]
+
+Rewrite segments: magic 0/1 entries are upconverted to v2 record batches, v2 batches are
+recompressed to the target codec, .index/.timeindex are rebuilt as the broker's recovery
+would, and the result is verified record by record against the original before it replaces
+anything. Offsets, timestamps, keys, values, headers and producer fields never change.
+Run it on stopped brokers (or on segments the broker no longer writes).
+
+Options:
+  --codec C                 target codec: none|gzip|snappy|lz4|zstd (required)
+  --level N                 compression level (codec default otherwise)
+  --grouping G              kafka: one v2 batch per legacy entry, like Kafka 4's cleaner
+                            (default); coalesce: merge consecutive uncompressed legacy messages
+  --out DIR                 write <base>.log/.index/.timeindex into DIR; the input is untouched
+  --in-place                replace the segment crash-safely (.swap files, then rename)
+  --backup-dir DIR          with --in-place: copy the originals to DIR/<partition>/ first
+  --force                   rewrite even segments already in the target codec
+  --max-batch-bytes N       largest batch written (default 1048588, max.message.bytes)
+  --accept-truncated-tail   drop a partial entry at the end of the log instead of failing
+  --json                    one NDJSON report per segment, then a summary object
+  -h, --help                this text
+
+Sizes accept k/m/g suffixes. A progress bar is drawn on stderr when it is a terminal.
+
+${EXIT_CODES_HELP}
+`;
+
+export interface ConvertCliOptions
+  extends Pick<
+    ConvertOptions,
+    | 'codec'
+    | 'level'
+    | 'grouping'
+    | 'outDir'
+    | 'inPlace'
+    | 'backupDir'
+    | 'force'
+    | 'maxBatchBytes'
+    | 'acceptTruncatedTail'
+  > {
+  json?: boolean;
+}
 
 export const convertCommand: Command = {
   name: 'convert',
-  summary: 'TODO',
-  help: `Usage: seglift convert\n\n${EXIT_CODES_HELP}\n`,
-  async run(_argv, ctx) {
-    ctx.err.line('not implemented yet');
-    return ExitCode.INTERNAL;
+  summary: 'upconvert/recompress segments to a target codec (--out DIR or --in-place)',
+  help: HELP,
+  async run(argv, ctx) {
+    const p = parse('convert', argv, {
+      codec: { type: 'string' },
+      level: { type: 'string' },
+      grouping: { type: 'string' },
+      out: { type: 'string' },
+      'in-place': { type: 'boolean' },
+      'backup-dir': { type: 'string' },
+      force: { type: 'boolean' },
+      'max-batch-bytes': { type: 'string' },
+      'accept-truncated-tail': { type: 'boolean' },
+      json: { type: 'boolean' },
+    });
+    const files = requirePositionals('convert', p, '<segment.log>...');
+    const codec = choice('convert', p, 'codec', CODECS);
+    if (codec === undefined) throw new UsageError('--codec is required', 'convert');
+    const outDir = str(p, 'out');
+    const inPlace = flag(p, 'in-place');
+    if ((outDir === undefined) === !inPlace)
+      throw new UsageError('give exactly one of --out DIR or --in-place', 'convert');
+    const backupDir = str(p, 'backup-dir');
+    if (backupDir !== undefined && !inPlace)
+      throw new UsageError('--backup-dir goes with --in-place', 'convert');
+    for (const f of files) {
+      if (!/^\d{20}\.log$/.test(path.basename(f))) {
+        throw new UsageError(`'${f}' is not a segment (expected <20-digit base offset>.log)`, 'convert');
+      }
+    }
+    if (outDir !== undefined) {
+      const names = files.map((f) => path.basename(f));
+      const dup = names.find((n, i) => names.indexOf(n) !== i);
+      if (dup) throw new UsageError(`two inputs named ${dup} would collide in --out ${outDir}`, 'convert');
+    }
+    return convert(files, ctx, {
+      codec,
+      level: intOpt('convert', p, 'level', { min: -131072, max: 22 }),
+      grouping: choice('convert', p, 'grouping', GROUPINGS),
+      outDir,
+      inPlace,
+      backupDir,
+      force: flag(p, 'force'),
+      maxBatchBytes: intOpt('convert', p, 'max-batch-bytes', { min: 1, sizes: true }),
+      acceptTruncatedTail: flag(p, 'accept-truncated-tail'),
+      json: flag(p, 'json'),
+    });
   },
 };
+
+/** Converts the segments one after the other; returns 1 when any failed. */
+export async function convert(
+  files: string[],
+  ctx: CommandContext,
+  options: ConvertCliOptions,
+): Promise<number> {
+  const { json, ...convertOptions } = options;
+  const started = performance.now();
+  const bar = new ProgressBar(ctx.io.stderr, ctx.io.stderrIsTTY && !json);
+  bar.segmentsTotal = files.length;
+  bar.bytesTotal = await totalSize(files);
+  const reports: SegmentReport[] = [];
+  let base = 0;
+  for (const file of files) {
+    const report = await convertSegment(file, {
+      ...convertOptions,
+      onProgress: (done) => {
+        bar.bytesDone = base + done;
+        bar.update();
+      },
+    });
+    base += report.bytesIn;
+    bar.bytesDone = base;
+    bar.segmentsDone++;
+    if (report.result === 'failed') bar.failed++;
+    bar.update(true);
+    reports.push(report);
+    if (json) ctx.out.line(toJsonLine({ type: 'segment', ...report }));
+  }
+  bar.done();
+  const summary = summarize(reports, performance.now() - started);
+  if (json) ctx.out.line(toJsonLine({ type: 'summary', ...summary }));
+  else ctx.out.line(formatReportTable(reports, summary));
+  reportFailures(ctx, reports);
+  return summary.failed > 0 ? ExitCode.SEGMENT_FAILED : ExitCode.OK;
+}
+
+async function totalSize(files: string[]): Promise<number> {
+  let total = 0;
+  for (const f of files)
+    total += await stat(f).then(
+      (s) => s.size,
+      () => 0,
+    );
+  return total;
+}
+
+/** One `error[CODE]: message` line per failed segment, on stderr. */
+export function reportFailures(ctx: CommandContext, reports: SegmentReport[]): void {
+  for (const r of reports) {
+    if (r.result !== 'failed') continue;
+    if (r.error) ctx.err.line(`error[${String(r.error.code)}]: ${verifyErrorMessage(r.error)}`);
+    else ctx.err.line(`error: ${r.path}: ${r.reason ?? 'failed'}`);
+  }
+}

@@ -1,12 +1,101 @@
-import type { Command } from '../command.js';
+import { type VerifyReport, verifySegment } from '@seglift/segment';
+import { flag, intOpt, parse, requirePositionals } from '../args.js';
+import type { Command, CommandContext } from '../command.js';
 import { EXIT_CODES_HELP, ExitCode } from '../exit-codes.js';
+import { toJsonLine } from '../io.js';
+
+const HELP = `Usage: seglift verify <segment.log>... [options]
+
+Check segments on disk: every CRC (v2 CRC-32C, legacy outer and inner CRC-32), the structure
+(every record decodes, counts and lengths agree), offsets strictly increasing and not below
+the base offset, and the .index/.timeindex next to each .log against the log. A missing
+index is reported but is not a failure (the broker rebuilds or creates it).
+
+Options:
+  --shallow                  CRCs, sizes and offsets only, no record decoding
+  --accept-truncated-tail    a partial entry at the end of the log is not a failure
+  --max-decompressed-bytes N limit per batch (decompression bomb guard; k/m/g allowed)
+  --json                     one NDJSON report per segment
+  -h, --help                 this text
+
+${EXIT_CODES_HELP}
+`;
+
+export interface VerifyOptions {
+  shallow?: boolean;
+  acceptTruncatedTail?: boolean;
+  maxDecompressedBytes?: number;
+  json?: boolean;
+}
 
 export const verifyCommand: Command = {
   name: 'verify',
-  summary: 'TODO',
-  help: `Usage: seglift verify\n\n${EXIT_CODES_HELP}\n`,
-  async run(_argv, ctx) {
-    ctx.err.line('not implemented yet');
-    return ExitCode.INTERNAL;
+  summary: 'check CRCs, structure, offsets and indexes of segments',
+  help: HELP,
+  async run(argv, ctx) {
+    const p = parse('verify', argv, {
+      shallow: { type: 'boolean' },
+      'accept-truncated-tail': { type: 'boolean' },
+      'max-decompressed-bytes': { type: 'string' },
+      json: { type: 'boolean' },
+    });
+    const files = requirePositionals('verify', p, '<segment.log>...');
+    return verify(files, ctx, {
+      shallow: flag(p, 'shallow'),
+      acceptTruncatedTail: flag(p, 'accept-truncated-tail'),
+      maxDecompressedBytes: intOpt('verify', p, 'max-decompressed-bytes', { min: 1, sizes: true }),
+      json: flag(p, 'json'),
+    });
   },
 };
+
+function summaryOf(r: VerifyReport): string {
+  const offsets = r.firstOffset === undefined ? 'no offsets' : `offsets ${r.firstOffset}..${r.lastOffset}`;
+  const index = r.hasIndex ? `index ${r.indexEntries} entries` : 'no .index';
+  const timeIndex = r.hasTimeIndex ? `timeindex ${r.timeIndexEntries} entries` : 'no .timeindex';
+  return `${r.entries} batches, ${r.records} records, ${r.bytes} bytes, ${offsets}, ${index}, ${timeIndex}`;
+}
+
+export async function verify(
+  files: string[],
+  ctx: CommandContext,
+  options: VerifyOptions = {},
+): Promise<number> {
+  let failed = 0;
+  for (const file of files) {
+    const r = await verifySegment(file, {
+      shallow: options.shallow,
+      acceptTruncatedTail: options.acceptTruncatedTail,
+      maxDecompressedBytes: options.maxDecompressedBytes,
+    });
+    if (!r.ok) failed++;
+    if (options.json) {
+      ctx.out.line(toJsonLine({ type: 'verify', ...r }));
+      continue;
+    }
+    ctx.out.line(`${r.ok ? 'OK' : 'FAILED'} ${file}: ${summaryOf(r)}`);
+    for (const p of r.problems) {
+      const where = [
+        p.position !== undefined ? `position ${p.position}` : '',
+        p.offset ? `offset ${p.offset}` : '',
+      ]
+        .filter(Boolean)
+        .join(', ');
+      ctx.out.line(`  ${p.kind}: ${p.message}${where ? ` (${where})` : ''}`);
+    }
+    if (r.error) ctx.err.line(`error[${String(r.error.code)}]: ${verifyErrorMessage(r.error)}`);
+  }
+  if (!options.json && files.length > 1) {
+    ctx.out.line(`${files.length - failed} of ${files.length} segments OK`);
+  }
+  return failed > 0 ? ExitCode.SEGMENT_FAILED : ExitCode.OK;
+}
+
+/** The rendered message of a SegliftError.toJSON(): detail plus file, position, offset. */
+export function verifyErrorMessage(e: Record<string, unknown>): string {
+  const where: string[] = [];
+  if (e.file !== undefined) where.push(`file ${String(e.file)}`);
+  if (e.position !== undefined) where.push(`position ${String(e.position)}`);
+  if (e.offset !== undefined) where.push(`offset ${String(e.offset)}`);
+  return where.length === 0 ? String(e.message) : `${String(e.message)} (${where.join(', ')})`;
+}

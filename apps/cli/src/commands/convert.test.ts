@@ -1,0 +1,136 @@
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { CompressionType } from '@seglift/format';
+import { describe, expect, it } from 'vitest';
+import { lines, run } from '../test-support/run.js';
+import {
+  encodeCompressedWrapper,
+  encodeLegacyEntry,
+  tmpDir,
+  utf8,
+  v2Batch,
+  writeSegment,
+} from '../test-support/segments.js';
+
+function mixedSegment(dir: string): string {
+  const entries: Uint8Array[] = [];
+  for (let i = 0; i < 20; i++)
+    entries.push(
+      encodeLegacyEntry(BigInt(i), { magic: 0, key: utf8(`k${i}`), value: utf8(`value ${i}`.repeat(20)) }),
+    );
+  entries.push(
+    encodeCompressedWrapper({
+      magic: 1,
+      codec: CompressionType.GZIP,
+      messages: Array.from({ length: 5 }, (_, i) => ({
+        offset: BigInt(20 + i),
+        timestamp: 1_600_000_000_000n + BigInt(i),
+        key: null,
+        value: utf8(`wrapped ${i}`.repeat(10)),
+      })),
+    }),
+  );
+  entries.push(v2Batch(25n, 10, CompressionType.SNAPPY));
+  return writeSegment(dir, 0n, entries);
+}
+
+async function recordsOf(file: string): Promise<string[]> {
+  const r = await run(['inspect', file, '--print-data-log']);
+  expect(r.code).toBe(0);
+  // Record lines without the per-format metadata tail: offset, timestamp, sizes, key, payload.
+  return lines(r.stdout)
+    .filter((l) => l.startsWith('| '))
+    .map((l) => {
+      const m =
+        /^\| offset: (\d+) \w+: (-?\d+) keySize: (-?\d+) valueSize: (-?\d+).*?(?: key: (.*?))?(?: payload: (.*))?$/.exec(
+          l,
+        );
+      return m ? `${m[1]} ${m[2]} ${m[3]} ${m[4]} ${m[5] ?? ''} ${m[6] ?? ''}` : l;
+    });
+}
+
+describe('seglift convert', () => {
+  it('--out writes a zstd v2 segment that verify accepts, with the same records', async () => {
+    const dir = tmpDir();
+    const src = mixedSegment(dir);
+    const before = readFileSync(src);
+    const out = path.join(dir, 'out');
+    const r = await run(['convert', src, '--codec', 'zstd', '--out', out, '--json']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const [seg, summary] = lines(r.stdout).map((l) => JSON.parse(l));
+    expect(seg).toMatchObject({
+      type: 'segment',
+      result: 'converted',
+      bytesIn: before.length,
+      recordsIn: 35,
+      recordsOut: 35,
+    });
+    expect(summary).toMatchObject({ type: 'summary', segments: 1, converted: 1, failed: 0 });
+    const converted = path.join(out, path.basename(src));
+    expect(existsSync(converted)).toBe(true);
+    expect(readFileSync(src).equals(before)).toBe(true);
+    const v = await run(['verify', converted]);
+    expect(v.stderr).toBe('');
+    expect(v.code).toBe(0);
+    expect(v.stdout).toMatch(/^OK .*: \d+ batches, 35 records, /);
+    const dump = await run(['inspect', converted]);
+    expect(
+      lines(dump.stdout)
+        .filter((l) => l.startsWith('baseOffset'))
+        .every((l) => l.includes('compresscodec: zstd')),
+    ).toBe(true);
+    const a = await recordsOf(src);
+    const b = await recordsOf(converted);
+    expect(b).toEqual(a);
+    expect(b).toHaveLength(35);
+  });
+
+  it('--in-place with --backup-dir replaces the segment and keeps the original', async () => {
+    const dir = tmpDir();
+    const part = path.join(dir, 'topic-0');
+    const src = mixedSegment(part);
+    const before = readFileSync(src);
+    const backup = path.join(dir, 'backup');
+    const r = await run(['convert', src, '--codec', 'lz4', '--in-place', '--backup-dir', backup]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('converted');
+    expect(readFileSync(path.join(backup, 'topic-0', path.basename(src))).equals(before)).toBe(true);
+    expect((await run(['verify', src])).code).toBe(0);
+    expect(statSync(src).size).not.toBe(before.length);
+  });
+
+  // The position is the stored CRC field's (batch position + 17).
+  it('a corrupt segment fails with exit 1 and a message naming file, position and offset', async () => {
+    const dir = tmpDir();
+    const good = v2Batch(0n, 2);
+    const bad = Buffer.from(v2Batch(2n, 2));
+    bad[bad.length - 3] ^= 0x55;
+    const src = writeSegment(dir, 0n, [good, bad]);
+    const r = await run(['convert', src, '--codec', 'gzip', '--out', path.join(dir, 'out')]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^error\\[CRC_MISMATCH\\]: .*\\(file .*${path.basename(src)}, position ${good.length + 17}, offset 2\\)\\n$`,
+      ),
+    );
+    const v = await run(['verify', src]);
+    expect(v.code).toBe(1);
+    expect(v.stdout).toMatch(/^FAILED /);
+  });
+
+  it('usage errors exit 2', async () => {
+    const dir = tmpDir();
+    const src = writeSegment(dir, 0n, [v2Batch(0n, 1)]);
+    expect((await run(['convert', src, '--out', dir])).code).toBe(2); // no --codec
+    expect((await run(['convert', src, '--codec', 'zstd'])).code).toBe(2); // no destination
+    expect((await run(['convert', src, '--codec', 'zstd', '--out', dir, '--in-place'])).code).toBe(2);
+    expect((await run(['convert', src, '--codec', 'zstd', '--out', dir, '--backup-dir', dir])).code).toBe(2);
+    expect((await run(['convert', src, '--codec', 'brotli', '--out', dir])).code).toBe(2);
+    writeFileSync(path.join(dir, 'notes.txt'), 'x');
+    expect((await run(['convert', path.join(dir, 'notes.txt'), '--codec', 'zstd', '--out', dir])).code).toBe(
+      2,
+    );
+  });
+});
