@@ -170,7 +170,7 @@ describe('base: Jobs', () => {
   it('run the watcher once and wait, and the workers in parallel as a work queue', () => {
     expect(container(watcher, 'watcher').args).toEqual(['seglift-watcher', '--once', '--wait']);
     expect(watcher.spec.completions).toBe(1);
-    expect(container(worker, 'worker').args).toEqual(['seglift-worker', '--once']);
+    expect(container(worker, 'worker').args).toEqual(['seglift-worker']);
     expect(worker.spec.parallelism).toBe(2);
     expect(worker.spec.completions).toBeUndefined();
     expect(worker.spec.completionMode).toBeUndefined();
