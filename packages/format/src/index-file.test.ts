@@ -1,0 +1,196 @@
+import { describe, expect, it } from 'vitest';
+import { CorruptRecordError, InvalidArgumentError } from './errors.js';
+import {
+  DEFAULT_INDEX_INTERVAL_BYTES,
+  decodeOffsetIndex,
+  decodeTimeIndex,
+  OFFSET_INDEX_ENTRY_SIZE,
+  SegmentIndexBuilder,
+  TIME_INDEX_ENTRY_SIZE,
+} from './index-file.js';
+
+interface Entry {
+  size: number;
+  lastOffset: bigint;
+  maxTimestamp: bigint;
+}
+
+function build(baseOffset: bigint, entries: Entry[], indexIntervalBytes?: number) {
+  const b = new SegmentIndexBuilder(
+    baseOffset,
+    indexIntervalBytes === undefined ? {} : { indexIntervalBytes },
+  );
+  let position = 0;
+  for (const e of entries) {
+    b.append(position, e.size, e.lastOffset, e.maxTimestamp);
+    position += e.size;
+  }
+  const { offsetIndex, timeIndex } = b.finish();
+  return {
+    offsetIndex,
+    timeIndex,
+    offsets: decodeOffsetIndex(offsetIndex, baseOffset).map((e) => [e.offset, e.position]),
+    times: decodeTimeIndex(timeIndex, baseOffset).map((e) => [e.timestamp, e.offset]),
+  };
+}
+
+const uniform = (n: number, size: number, ts: (i: number) => bigint = (i) => 1000n + BigInt(i)): Entry[] =>
+  Array.from({ length: n }, (_, i) => ({ size, lastOffset: BigInt(i), maxTimestamp: ts(i) }));
+
+describe('SegmentIndexBuilder (LogSegment.recover semantics)', () => {
+  it('constants', () => {
+    expect([OFFSET_INDEX_ENTRY_SIZE, TIME_INDEX_ENTRY_SIZE, DEFAULT_INDEX_INTERVAL_BYTES]).toEqual([
+      8, 12, 4096,
+    ]);
+  });
+
+  it('1000-byte batches: an entry whenever the gap since the last indexed position exceeds 4096', () => {
+    const r = build(0n, uniform(12, 1000));
+    // positions 0..11000; 5000 - 0 > 4096, 10000 - 5000 > 4096
+    expect(r.offsets).toEqual([
+      [5n, 5000],
+      [10n, 10000],
+    ]);
+    // time entries at the same points (max so far, its batch's last offset), then the final one
+    expect(r.times).toEqual([
+      [1005n, 5n],
+      [1010n, 10n],
+      [1011n, 11n],
+    ]);
+    expect(r.offsetIndex.length).toBe(16);
+    expect(r.timeIndex.length).toBe(36);
+  });
+
+  it('exactly 4096 bytes since the last entry is not enough; 4097 is (strict >)', () => {
+    expect(build(0n, uniform(3, 4096)).offsets).toEqual([[2n, 8192]]);
+    expect(build(0n, uniform(3, 4097)).offsets).toEqual([
+      [1n, 4097],
+      [2n, 8194],
+    ]);
+  });
+
+  it('the first batch is never indexed, even with interval 0', () => {
+    const r = build(0n, uniform(3, 10), 0);
+    expect(r.offsets).toEqual([
+      [1n, 10],
+      [2n, 20],
+    ]);
+    expect(build(0n, uniform(1, 100_000)).offsets).toEqual([]);
+  });
+
+  it('time index: max so far, strictly increasing, entries only at index points and at the end', () => {
+    const ts = [10n, 5n, 20n, 20n, 15n];
+    const r = build(
+      0n,
+      ts.map((t, i) => ({ size: 100, lastOffset: BigInt(i), maxTimestamp: t })),
+      0,
+    );
+    expect(r.offsets).toEqual([
+      [1n, 100],
+      [2n, 200],
+      [3n, 300],
+      [4n, 400],
+    ]);
+    // at 100: (10, 0); at 200: (20, 2); at 300/400 20 is not > 20; final: not > 20 either
+    expect(r.times).toEqual([
+      [10n, 0n],
+      [20n, 2n],
+    ]);
+  });
+
+  it('the offset of the max timestamp is that of the earliest batch holding it', () => {
+    const ts = [7n, 9n, 9n, 3n];
+    const r = build(
+      0n,
+      ts.map((t, i) => ({ size: 10, lastOffset: BigInt(i * 2 + 1), maxTimestamp: t })),
+      1_000_000,
+    );
+    expect(r.offsets).toEqual([]);
+    expect(r.times).toEqual([[9n, 3n]]);
+  });
+
+  it('all -1 timestamps (v0 data) give an empty time index', () => {
+    const r = build(
+      0n,
+      uniform(20, 1000, () => -1n),
+    );
+    expect(r.offsets.length).toBe(3);
+    expect(r.timeIndex.length).toBe(0);
+  });
+
+  it('timestamps below -1 never raise maxSoFar', () => {
+    const r = build(
+      0n,
+      uniform(3, 10, () => -5n),
+      0,
+    );
+    expect(r.timeIndex.length).toBe(0);
+  });
+
+  it('offsets are relative to the base offset, bytes big-endian and trimmed', () => {
+    const entries: Entry[] = [
+      { size: 5000, lastOffset: 1002n, maxTimestamp: 50n },
+      { size: 5000, lastOffset: 1010n, maxTimestamp: 60n },
+      { size: 10, lastOffset: 1011n, maxTimestamp: 70n },
+    ];
+    const r = build(1000n, entries);
+    // at 5000: 5000 > 4096 -> (1010, 5000); at 10000: 5000 > 4096 -> (1011, 10000)
+    expect(Buffer.from(r.offsetIndex).toString('hex')).toBe('0000000a00001388' + '0000000b00002710');
+    expect(Buffer.from(r.timeIndex).toString('hex')).toBe(
+      '000000000000003c0000000a' + '00000000000000460000000b',
+    );
+    expect(r.offsets).toEqual([
+      [1010n, 5000],
+      [1011n, 10000],
+    ]);
+    expect(r.times).toEqual([
+      [60n, 1010n],
+      [70n, 1011n],
+    ]);
+  });
+
+  it('legacy entries: the entry offset and timestamp stand for lastOffset and maxTimestamp', () => {
+    // v1 messages with timestamps, then v0 (-1)
+    const r = build(
+      0n,
+      [
+        { size: 3000, lastOffset: 0n, maxTimestamp: 100n },
+        { size: 3000, lastOffset: 1n, maxTimestamp: -1n },
+        { size: 3000, lastOffset: 2n, maxTimestamp: -1n },
+      ],
+      4096,
+    );
+    expect(r.offsets).toEqual([[2n, 6000]]);
+    expect(r.times).toEqual([[100n, 0n]]);
+  });
+
+  it('relative offset overflow and offsets below the base are errors', () => {
+    const b = new SegmentIndexBuilder(10n);
+    expect(() => b.append(0, 100, 10n + 2n ** 31n, 0n)).toThrow(CorruptRecordError);
+    const ok = new SegmentIndexBuilder(10n);
+    ok.append(0, 100, 10n + 2n ** 31n - 1n, 0n);
+    expect(() => new SegmentIndexBuilder(10n).append(0, 10, 9n, 0n)).toThrow(/does not fit an index/);
+  });
+
+  it('an indexed offset not above the previous one is an error (OffsetIndex.append)', () => {
+    const b = new SegmentIndexBuilder(0n, { indexIntervalBytes: 0 });
+    b.append(0, 10, 5n, 1n);
+    b.append(10, 10, 6n, 1n);
+    expect(() => b.append(20, 10, 6n, 1n)).toThrow(/not larger than the last indexed offset 6/);
+  });
+
+  it('entries must come in file order; finish is idempotent', () => {
+    const b = new SegmentIndexBuilder(0n);
+    b.append(0, 10, 0n, 5n);
+    expect(() => b.append(11, 10, 1n, 5n)).toThrow(InvalidArgumentError);
+    const first = b.finish();
+    expect(b.finish()).toEqual(first);
+    expect(() => b.append(10, 10, 1n, 5n)).toThrow(InvalidArgumentError);
+  });
+
+  it('decoders reject partial entries', () => {
+    expect(() => decodeOffsetIndex(new Uint8Array(9), 0n)).toThrow(CorruptRecordError);
+    expect(() => decodeTimeIndex(new Uint8Array(13), 0n)).toThrow(CorruptRecordError);
+    expect(decodeOffsetIndex(new Uint8Array(0), 0n)).toEqual([]);
+  });
+});
