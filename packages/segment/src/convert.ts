@@ -1,0 +1,379 @@
+import { type FileHandle, mkdir, open, stat, utimes } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  batchLastOffset,
+  type CodecName,
+  CorruptRecordError,
+  DEFAULT_INDEX_INTERVAL_BYTES,
+  InvalidArgumentError,
+  readRecordBatchHeader,
+  recompressRecordBatch,
+  SegliftError,
+  SegmentIndexBuilder,
+} from '@seglift/format';
+import { DEFAULT_MAX_BATCH_BYTES, type Grouping, Upconverter } from '@seglift/legacy';
+import { codecIdOf, codecLabel, inspectEntry, withEntryContext } from './entry.js';
+import { SegmentIoError } from './errors.js';
+import { fsyncDir, fsyncPath, removeIfExists, renameSynced, writeFileSynced } from './fs-util.js';
+import { recoverLeftovers } from './leftovers.js';
+import { acquireSegmentLock, type SegmentLock } from './lock.js';
+import { type SegmentPaths, segmentPaths } from './names.js';
+import { readSegmentEntries } from './reader.js';
+import { emptyReport, type SegmentReport, throughput } from './report.js';
+import { backupOriginals, markerPath, SimulatedCrash, type SwapStep, swapInPlace, tmpPath } from './swap.js';
+import { verifyRewrite } from './verify.js';
+
+export interface ConvertTestHooks {
+  /** Called with the written (fsynced) files before they are verified: tests corrupt them here. */
+  beforeVerify?: (files: { log: string; index: string; timeindex: string }) => void | Promise<void>;
+  /** Throw SimulatedCrash after this step, leaving every file as it is (no cleanup). */
+  crashAfter?: 'write' | 'verify' | SwapStep;
+}
+
+export interface ConvertOptions {
+  codec: CodecName;
+  level?: number;
+  grouping?: Grouping;
+  coalesceBytes?: number;
+  /** Largest batch written (default 1048588, Kafka's max.message.bytes default). */
+  maxBatchBytes?: number;
+  maxDecompressedBatchBytes?: number;
+  /** Largest source entry accepted by the reader (default 64 MiB). */
+  maxEntryBytes?: number;
+  indexIntervalBytes?: number;
+  /** Recompress batches already in the target codec, and never skip. */
+  force?: boolean;
+  acceptTruncatedTail?: boolean;
+  /** Write DIR/<base>.log/.index/.timeindex; the input is never touched. */
+  outDir?: string;
+  inPlace?: boolean;
+  /** In place only: copy the originals to backupDir/<partition dir name>/ first. */
+  backupDir?: string;
+  /** In place only: take `<base>.log.seglift.lock` (default true). */
+  lock?: boolean;
+  signal?: AbortSignal;
+  onProgress?: (bytesDone: number, bytesTotal: number) => void;
+  testHooks?: ConvertTestHooks;
+}
+
+const WRITE_BUFFER_BYTES = 4 * 1024 * 1024;
+const MAX_SEGMENT_BYTES = 0x7fffffff;
+
+/** Buffered writer of the new log that feeds the index builder with the new positions. */
+class SegmentWriter {
+  position = 0;
+  batches = 0;
+  records = 0;
+  readonly codecOut: Record<string, number> = {};
+  private pending: Uint8Array[] = [];
+  private pendingBytes = 0;
+  private filePos = 0;
+  constructor(
+    private readonly fh: FileHandle,
+    private readonly file: string,
+    private readonly index: SegmentIndexBuilder,
+  ) {}
+
+  async write(batch: Uint8Array): Promise<void> {
+    const h = readRecordBatchHeader(batch, 0);
+    if (this.position + batch.length > MAX_SEGMENT_BYTES) {
+      throw new CorruptRecordError('rewritten segment would exceed 2 GiB (positions are int32)', {
+        file: this.file,
+        position: this.position,
+        offset: h.baseOffset,
+      });
+    }
+    this.index.append(this.position, batch.length, batchLastOffset(h), h.maxTimestamp);
+    const key = `v2/${codecLabel(h.attributes & 0x07)}`;
+    this.codecOut[key] = (this.codecOut[key] ?? 0) + 1;
+    this.batches++;
+    this.records += h.recordsCount;
+    this.position += batch.length;
+    this.pending.push(batch);
+    this.pendingBytes += batch.length;
+    if (this.pendingBytes >= WRITE_BUFFER_BYTES) await this.flush();
+  }
+
+  async flush(): Promise<void> {
+    if (this.pending.length === 0) return;
+    let bufs = this.pending;
+    let pos = this.filePos;
+    this.pending = [];
+    this.filePos += this.pendingBytes;
+    this.pendingBytes = 0;
+    while (bufs.length > 0) {
+      let { bytesWritten } = await this.fh.writev(bufs, pos);
+      pos += bytesWritten;
+      // Short writes: drop what was written and retry the rest.
+      while (bufs.length > 0 && bytesWritten >= bufs[0].length) {
+        bytesWritten -= bufs[0].length;
+        bufs = bufs.slice(1);
+      }
+      if (bytesWritten > 0) bufs = [bufs[0].subarray(bytesWritten), ...bufs.slice(1)];
+    }
+  }
+}
+
+function validate(options: ConvertOptions): void {
+  if (Boolean(options.outDir) === Boolean(options.inPlace)) {
+    throw new InvalidArgumentError('convertSegment needs exactly one of outDir or inPlace: true');
+  }
+  if (options.backupDir && !options.inPlace) throw new InvalidArgumentError('backupDir needs inPlace');
+  codecIdOf(options.codec);
+}
+
+/**
+ * Whether the segment is already what a conversion would give: only v2 batches, each in the
+ * target codec or never compressed by Kafka (control, empty). CRCs are checked on the way; stops
+ * at the first entry that needs work.
+ */
+async function alreadyConverted(
+  logPath: string,
+  codec: number,
+  options: ConvertOptions,
+  report: SegmentReport,
+) {
+  for await (const entry of readSegmentEntries(logPath, {
+    acceptTruncatedTail: options.acceptTruncatedTail,
+    onTruncatedTail: (t) => {
+      report.truncatedTailBytes = t.bytes;
+    },
+    maxEntryBytes: options.maxEntryBytes,
+    signal: options.signal,
+  })) {
+    if (entry.magic !== 2) return false;
+    const info = inspectEntry(entry, logPath);
+    const h = info.header!;
+    if (!(info.isControl || h.recordsCount === 0 || info.codec === codec)) return false;
+    report.batchesIn++;
+    report.recordsIn += h.recordsCount;
+    const key = `v2/${codecLabel(info.codec)}`;
+    report.codecMixIn[key] = (report.codecMixIn[key] ?? 0) + 1;
+  }
+  return true;
+}
+
+/**
+ * Rewrites one segment: legacy entries are upconverted, v2 batches recompressed, then the written
+ * files are verified from disk before anything replaces the original (see swap.ts for the order
+ * of renames). Never throws for a bad segment: the report says 'failed' with the typed error.
+ */
+export async function convertSegment(logPath: string, options: ConvertOptions): Promise<SegmentReport> {
+  const started = performance.now();
+  const report = emptyReport(logPath);
+  const src = segmentPaths(path.resolve(logPath));
+  let lock: SegmentLock | undefined;
+  let dest: SegmentPaths | undefined;
+  let swapStarted = false;
+  try {
+    validate(options);
+    options.signal?.throwIfAborted();
+    const codec = codecIdOf(options.codec);
+    const st = await stat(src.log);
+    report.bytesIn = st.size;
+    if (options.inPlace) {
+      if (options.lock !== false) lock = await acquireSegmentLock(src.log);
+      const left = await recoverLeftovers(src.dir, { ownLockToken: lock?.token });
+      if (left.foreignSwaps.length > 0) {
+        throw new SegmentIoError(
+          `partition has .swap files of an interrupted Kafka operation (${left.foreignSwaps.join(', ')}); start the broker once to complete them`,
+          { file: src.dir },
+        );
+      }
+    }
+    // recoverLeftovers may have completed an earlier swap of this very segment.
+    const mtimeMs = (await stat(src.log)).mtimeMs;
+    report.bytesIn = (await stat(src.log)).size;
+    if (!options.force && (await alreadyConverted(src.log, codec, options, report))) {
+      report.result = 'skipped';
+      report.reason = 'already-target-codec';
+      return finish(report, started);
+    }
+    report.batchesIn = 0;
+    report.recordsIn = 0;
+    report.codecMixIn = {};
+    report.truncatedTailBytes = 0;
+
+    const outDir = options.inPlace ? src.dir : path.resolve(options.outDir!);
+    if (!options.inPlace) await mkdir(outDir, { recursive: true });
+    dest = segmentPaths(path.join(outDir, path.basename(src.log)));
+    if (!options.inPlace && dest.log === src.log)
+      throw new InvalidArgumentError('outDir is the segment directory');
+    const tmp = {
+      log: tmpPath(dest, '.log'),
+      index: tmpPath(dest, '.index'),
+      timeindex: tmpPath(dest, '.timeindex'),
+    };
+
+    await writeConverted(src.log, tmp, src.baseOffset, codec, options, report);
+    // The new files carry the original .log mtime from birth (ref §6.7: retention falls back to it).
+    for (const f of Object.values(tmp)) {
+      await utimes(f, new Date(), new Date(mtimeMs));
+      await fsyncPath(f);
+    }
+    await fsyncDir(outDir);
+    if (options.testHooks?.crashAfter === 'write') throw new SimulatedCrash('write');
+    await options.testHooks?.beforeVerify?.(tmp);
+
+    await verifyRewrite(src.log, tmp, {
+      baseOffset: src.baseOffset,
+      indexIntervalBytes: options.indexIntervalBytes,
+      maxDecompressedBytes: options.maxDecompressedBatchBytes,
+      maxEntryBytes: options.maxEntryBytes,
+      acceptTruncatedTail: options.acceptTruncatedTail,
+      signal: options.signal,
+    });
+    if (options.testHooks?.crashAfter === 'verify') throw new SimulatedCrash('verify');
+    options.signal?.throwIfAborted();
+
+    if (options.inPlace) {
+      if (options.backupDir) report.backupPaths = await backupOriginals(src, options.backupDir, mtimeMs);
+      swapStarted = true;
+      await swapInPlace(src, {
+        mtimeMs,
+        crashAfter: options.testHooks?.crashAfter as SwapStep | undefined,
+      });
+      report.outPath = src.log;
+    } else {
+      // outDir: plain replace of the three files; log last so a complete .log implies its indexes.
+      await renameSynced(tmp.timeindex, dest.timeindex);
+      await renameSynced(tmp.index, dest.index);
+      await renameSynced(tmp.log, dest.log);
+      await fsyncDir(outDir);
+      report.outPath = dest.log;
+    }
+    report.result = 'converted';
+    return finish(report, started);
+  } catch (err) {
+    if (err instanceof SimulatedCrash) throw err;
+    if (dest && !swapStarted) await cleanup(dest);
+    if (swapStarted) {
+      // A failure inside the swap (I/O): leave it to recoverLeftovers, which completes it.
+      await recoverLeftovers(dest!.dir, { baseOffset: src.baseOffset, ownLockToken: lock?.token }).catch(
+        () => {},
+      );
+    }
+    report.result = 'failed';
+    const e = toSegliftError(err, src.log);
+    report.error = e.toJSON();
+    report.reason = e.message;
+    return finish(report, started);
+  } finally {
+    await lock?.release();
+  }
+}
+
+function toSegliftError(err: unknown, file: string): SegliftError {
+  if (err instanceof SegliftError) return err;
+  const e = err as Error;
+  if (e?.name === 'AbortError') return new SegmentIoError('aborted', { file }, { cause: err });
+  return new SegmentIoError(e?.message ?? String(err), { file }, { cause: err });
+}
+
+async function cleanup(dest: SegmentPaths): Promise<void> {
+  for (const s of ['.log', '.index', '.timeindex', '.txnindex', '.snapshot'])
+    await removeIfExists(tmpPath(dest, s));
+  await removeIfExists(markerPath(dest));
+}
+
+function finish(report: SegmentReport, started: number): SegmentReport {
+  report.durationMs = Math.round((performance.now() - started) * 100) / 100;
+  report.throughputMBps = throughput(report.bytesIn, report.durationMs);
+  return report;
+}
+
+async function writeConverted(
+  source: string,
+  tmp: { log: string; index: string; timeindex: string },
+  baseOffset: bigint,
+  codec: number,
+  options: ConvertOptions,
+  report: SegmentReport,
+): Promise<void> {
+  const maxBatchBytes = options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES;
+  const level = options.level;
+  const index = new SegmentIndexBuilder(baseOffset, {
+    indexIntervalBytes: options.indexIntervalBytes ?? DEFAULT_INDEX_INTERVAL_BYTES,
+  });
+  const up = new Upconverter({
+    grouping: options.grouping ?? 'kafka',
+    codec: codec as 0 | 1 | 2 | 3 | 4,
+    level,
+    maxBatchBytes,
+    coalesceBytes: options.coalesceBytes,
+    maxDecompressedBytes: options.maxDecompressedBatchBytes,
+    onOversizeBatch: () => {
+      report.oversizeUpconverted++;
+    },
+  });
+  const fh = await open(tmp.log, 'w', 0o644);
+  let closed = false;
+  try {
+    const w = new SegmentWriter(fh, tmp.log, index);
+    const total = report.bytesIn;
+    let nextProgress = 0;
+    for await (const entry of readSegmentEntries(source, {
+      acceptTruncatedTail: options.acceptTruncatedTail,
+      onTruncatedTail: (t) => {
+        report.truncatedTailBytes = t.bytes;
+      },
+      maxEntryBytes: options.maxEntryBytes,
+      signal: options.signal,
+    })) {
+      const info = inspectEntry(entry, source);
+      report.batchesIn++;
+      const key = `v${entry.magic}/${codecLabel(info.codec)}`;
+      report.codecMixIn[key] = (report.codecMixIn[key] ?? 0) + 1;
+      try {
+        if (entry.magic < 2) {
+          const before = up.stats.recordsIn;
+          for (const b of up.push(entry.bytes)) await w.write(b);
+          report.recordsIn += up.stats.recordsIn - before;
+        } else {
+          for (const b of up.flush()) await w.write(b);
+          const h = info.header!;
+          report.recordsIn += h.recordsCount;
+          if (info.isControl || h.recordsCount === 0 || (info.codec === codec && !options.force)) {
+            // Kafka never compresses control or empty batches (ref §5.4): copy them byte for byte.
+            report.batchesCopied++;
+            await w.write(entry.bytes);
+          } else {
+            const out = recompressRecordBatch(entry.bytes, codec, {
+              level,
+              maxDecompressedBytes: options.maxDecompressedBatchBytes,
+            });
+            if (out.length > maxBatchBytes) {
+              report.oversizeKept++;
+              report.batchesCopied++;
+              await w.write(entry.bytes);
+            } else {
+              await w.write(out);
+            }
+          }
+        }
+      } catch (err) {
+        throw withEntryContext(err, source, entry);
+      }
+      const done = entry.position + entry.size;
+      if (options.onProgress && done >= nextProgress) {
+        options.onProgress(done, total);
+        nextProgress = done + 8 * 1024 * 1024;
+      }
+    }
+    for (const b of up.flush()) await w.write(b);
+    await w.flush();
+    await fh.sync();
+    await fh.close();
+    closed = true;
+    options.onProgress?.(total, total);
+    const { offsetIndex, timeIndex } = index.finish();
+    await writeFileSynced(tmp.index, offsetIndex);
+    await writeFileSynced(tmp.timeindex, timeIndex);
+    report.bytesOut = w.position;
+    report.batchesOut = w.batches;
+    report.recordsOut = w.records;
+    report.codecOut = w.codecOut;
+  } finally {
+    if (!closed) await fh.close();
+  }
+}

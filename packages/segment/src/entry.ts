@@ -1,0 +1,104 @@
+import {
+  batchCompression,
+  batchLastOffset,
+  batchTimestampType,
+  type CodecName,
+  CompressionType,
+  checkRecordBatchCrc,
+  InvalidArgumentError,
+  isControlBatch,
+  type RecordBatchHeader,
+  readRecordBatchHeader,
+  SegliftError,
+  type TimestampType,
+} from '@seglift/format';
+import { legacyCompression, legacyTimestampType, readLegacyEntry } from '@seglift/legacy';
+import type { SegmentEntry } from './reader.js';
+
+const CODEC_NAMES: readonly string[] = ['none', 'gzip', 'snappy', 'lz4', 'zstd'];
+
+export function codecLabel(id: number): string {
+  return CODEC_NAMES[id] ?? `unknown(${id})`;
+}
+
+export function codecIdOf(name: CodecName): number {
+  const id = CompressionType[name.toUpperCase() as keyof typeof CompressionType];
+  if (id === undefined) throw new InvalidArgumentError(`unknown codec ${String(name)}`);
+  return id;
+}
+
+/** What the index rebuild, verify and reports need to know about one shallow entry. */
+export interface EntryInfo {
+  position: number;
+  size: number;
+  magic: number;
+  codec: number;
+  /** v2: baseOffset + lastOffsetDelta; legacy: the entry's offset (a wrapper's is its last inner offset). */
+  lastOffset: bigint;
+  /** The offset field at byte 0: baseOffset (v2) or the entry offset (legacy). */
+  offset: bigint;
+  /** v2 maxTimestamp; legacy v1 outer timestamp; -1 for v0 (AbstractLegacyRecordBatch.maxTimestamp). */
+  maxTimestamp: bigint;
+  timestampType: TimestampType;
+  isControl: boolean;
+  /** v2 only. */
+  header?: RecordBatchHeader;
+  crc: number;
+}
+
+/**
+ * Parses the entry's header and checks its stored CRC (CRC-32C for v2, the outer CRC-32 for
+ * legacy, as LogSegment.recover does); errors get the file and the entry's position.
+ */
+export function inspectEntry(entry: SegmentEntry, file: string, checkCrc = true): EntryInfo {
+  try {
+    if (entry.magic === 2) {
+      const h = readRecordBatchHeader(entry.bytes, 0);
+      if (checkCrc) checkRecordBatchCrc(entry.bytes);
+      return {
+        position: entry.position,
+        size: entry.size,
+        magic: 2,
+        codec: batchCompression(h),
+        lastOffset: batchLastOffset(h),
+        offset: h.baseOffset,
+        maxTimestamp: h.maxTimestamp,
+        timestampType: batchTimestampType(h),
+        isControl: isControlBatch(h),
+        header: h,
+        crc: h.crc,
+      };
+    }
+    const m = readLegacyEntry(entry.bytes, 0, { checkCrc });
+    return {
+      position: entry.position,
+      size: entry.size,
+      magic: m.magic,
+      codec: legacyCompression(m.attributes),
+      lastOffset: m.offset,
+      offset: m.offset,
+      maxTimestamp: m.timestamp,
+      timestampType: legacyTimestampType(m.magic, m.attributes),
+      isControl: false,
+      crc: m.crc,
+    };
+  } catch (err) {
+    throw withEntryContext(err, file, entry);
+  }
+}
+
+/** Adds file and position (pure functions report positions relative to the entry). */
+export function withEntryContext(
+  err: unknown,
+  file: string,
+  entry: { position: number; bytes?: Uint8Array },
+): unknown {
+  if (err instanceof SegliftError) {
+    const offset =
+      entry.bytes && entry.bytes.length >= 8
+        ? new DataView(entry.bytes.buffer, entry.bytes.byteOffset, 8).getBigInt64(0)
+        : undefined;
+    return err.withContext({ file, basePosition: entry.position, offset });
+  }
+  return err;
+}

@@ -1,0 +1,152 @@
+import { open } from 'node:fs/promises';
+import { CorruptRecordError, TruncatedDataError, UnsupportedFormatError } from '@seglift/format';
+
+/** One shallow entry of a .log: a v2 RecordBatch or a v0/v1 message (maybe a compressed wrapper). */
+export interface SegmentEntry {
+  /** Byte position of the entry in the file. */
+  position: number;
+  /** Whole entry size, log overhead included (12 + the size field). */
+  size: number;
+  magic: number;
+  /**
+   * The entry's bytes. A view into a chunk buffer that is never reused, so it stays valid after
+   * the iterator moves on (memory is bounded by what the caller keeps, not by the file size).
+   */
+  bytes: Uint8Array;
+}
+
+export interface TruncatedTail {
+  position: number;
+  bytes: number;
+  /** The partial entry's offset field, when at least 8 bytes of it are present. */
+  offset?: bigint;
+}
+
+export interface ReadSegmentOptions {
+  /**
+   * Stop quietly at a partial trailing entry (what Kafka's recovery would truncate) instead of
+   * throwing TruncatedDataError; `onTruncatedTail` reports what was dropped.
+   */
+  acceptTruncatedTail?: boolean;
+  onTruncatedTail?: (tail: TruncatedTail) => void;
+  /** Largest entry accepted (whole entry, overhead included); larger sizes are corruption. */
+  maxEntryBytes?: number;
+  /** Read size; entries bigger than this get a buffer of their own size. */
+  chunkSize?: number;
+  signal?: AbortSignal;
+}
+
+const LOG_OVERHEAD = 12;
+/** Records.HEADER_SIZE_UP_TO_MAGIC: enough to read offset, size and magic (ref §1.1). */
+const HEADER_SIZE_UP_TO_MAGIC = 17;
+/** LegacyRecord.RECORD_OVERHEAD_V0: Kafka's minimum size field for any magic (ref §1.6). */
+const MIN_SIZE_FIELD = 14;
+/** RECORD_BATCH_OVERHEAD (61) minus the log overhead. */
+const MIN_V2_SIZE_FIELD = 49;
+/** A size field above this is corruption, never an allocation: 64 MiB by default. */
+export const DEFAULT_MAX_ENTRY_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_CHUNK_SIZE = 4 * 1024 * 1024;
+
+/**
+ * Streams the shallow entries of a segment file with a FileHandle and large reads. Every entry's
+ * size field is validated before any allocation: < 14, v2 below 61 bytes, or above
+ * `maxEntryBytes` -> CorruptRecordError; past EOF -> TruncatedDataError (unless
+ * `acceptTruncatedTail`); magic outside 0..2 -> UnsupportedFormatError. Errors carry the file,
+ * the entry's position and its offset field.
+ */
+export async function* readSegmentEntries(
+  file: string,
+  options: ReadSegmentOptions = {},
+): AsyncGenerator<SegmentEntry, void, undefined> {
+  const maxEntryBytes = options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES;
+  const chunkSize = options.chunkSize ?? DEFAULT_CHUNK_SIZE;
+  const fh = await open(file, 'r');
+  try {
+    const fileSize = (await fh.stat()).size;
+    let buf: Buffer = Buffer.alloc(0);
+    let bufStart = 0;
+    let pos = 0;
+
+    // Makes [pos, pos + need) available in `buf`; the caller has checked it lies inside the file.
+    const fill = async (need: number): Promise<void> => {
+      if (pos >= bufStart && pos + need <= bufStart + buf.length) return;
+      const keep = Math.max(0, bufStart + buf.length - pos);
+      const want = Math.min(Math.max(chunkSize, need), fileSize - pos);
+      const next = Buffer.allocUnsafe(want);
+      if (keep > 0) buf.copy(next, 0, pos - bufStart, buf.length);
+      let filled = keep;
+      while (filled < want) {
+        const { bytesRead } = await fh.read(next, filled, want - filled, pos + filled);
+        if (bytesRead === 0) break;
+        filled += bytesRead;
+      }
+      buf = filled === want ? next : next.subarray(0, filled);
+      bufStart = pos;
+      if (filled < need) {
+        throw new TruncatedDataError(`file shrank while reading: needed ${need} bytes, got ${filled}`, {
+          file,
+          position: pos,
+        });
+      }
+    };
+
+    const truncated = (remaining: number, detail: string, offset?: bigint): boolean => {
+      if (options.acceptTruncatedTail) {
+        options.onTruncatedTail?.({ position: pos, bytes: remaining, offset });
+        return true;
+      }
+      throw new TruncatedDataError(detail, { file, position: pos, offset });
+    };
+
+    while (pos < fileSize) {
+      options.signal?.throwIfAborted();
+      const remaining = fileSize - pos;
+      if (remaining < HEADER_SIZE_UP_TO_MAGIC) {
+        let offset: bigint | undefined;
+        if (remaining >= 8) {
+          await fill(8);
+          offset = buf.readBigInt64BE(pos - bufStart);
+        }
+        truncated(remaining, `partial entry at the end of the file: ${remaining} bytes`, offset);
+        return;
+      }
+      await fill(HEADER_SIZE_UP_TO_MAGIC);
+      let o = pos - bufStart;
+      const offset = buf.readBigInt64BE(o);
+      const sizeField = buf.readInt32BE(o + 8);
+      const magic = buf.readInt8(o + 16);
+      const ctx = { file, position: pos, offset };
+      if (sizeField < MIN_SIZE_FIELD) {
+        throw new CorruptRecordError(
+          `entry size ${sizeField} is smaller than the minimum ${MIN_SIZE_FIELD}`,
+          ctx,
+        );
+      }
+      if (magic < 0 || magic > 2) throw new UnsupportedFormatError(`unsupported magic ${magic}`, ctx);
+      if (magic === 2 && sizeField < MIN_V2_SIZE_FIELD) {
+        throw new CorruptRecordError(`record batch length ${sizeField} is smaller than the minimum 49`, ctx);
+      }
+      if (sizeField > maxEntryBytes - LOG_OVERHEAD) {
+        throw new CorruptRecordError(
+          `entry size ${sizeField} exceeds the limit of ${maxEntryBytes} bytes (maxEntryBytes)`,
+          ctx,
+        );
+      }
+      const size = sizeField + LOG_OVERHEAD;
+      if (size > remaining) {
+        truncated(
+          remaining,
+          `partial entry at the end of the file: declares ${size} bytes, ${remaining} present`,
+          offset,
+        );
+        return;
+      }
+      await fill(size);
+      o = pos - bufStart;
+      yield { position: pos, size, magic, bytes: buf.subarray(o, o + size) };
+      pos += size;
+    }
+  } finally {
+    await fh.close();
+  }
+}

@@ -1,0 +1,181 @@
+export type SegmentResult = 'converted' | 'skipped' | 'failed';
+
+/** Per segment, as JSON-ready as possible (bigints never appear here). */
+export interface SegmentReport {
+  path: string;
+  result: SegmentResult;
+  /** Why skipped/failed: e.g. 'already-target-codec', 'active-segment', the error message. */
+  reason?: string;
+  /** The typed error's toJSON() when failed. */
+  error?: Record<string, unknown>;
+  /** Where the result went: the segment itself (in place) or the outDir copy. */
+  outPath?: string;
+  bytesIn: number;
+  bytesOut: number;
+  batchesIn: number;
+  batchesOut: number;
+  recordsIn: number;
+  recordsOut: number;
+  /** Shallow entries per `v<magic>/<codec>`, e.g. { 'v0/none': 10, 'v1/gzip': 2, 'v2/zstd': 5 }. */
+  codecMixIn: Record<string, number>;
+  codecOut: Record<string, number>;
+  /** v2 batches kept as they were because recompression made them larger than maxBatchBytes. */
+  oversizeKept: number;
+  /** Upconverted batches above maxBatchBytes (a single record that alone is bigger). */
+  oversizeUpconverted: number;
+  /** v2 batches copied byte for byte (control, empty, already in the target codec). */
+  batchesCopied: number;
+  /** Bytes of a partial trailing entry dropped under acceptTruncatedTail. */
+  truncatedTailBytes: number;
+  backupPaths?: string[];
+  durationMs: number;
+  throughputMBps: number;
+}
+
+export interface RunSummary {
+  segments: number;
+  converted: number;
+  skipped: number;
+  failed: number;
+  bytesIn: number;
+  bytesOut: number;
+  recordsIn: number;
+  recordsOut: number;
+  oversizeKept: number;
+  truncatedTailBytes: number;
+  durationMs: number;
+  /** bytesIn of converted segments over the wall-clock duration given to summarize. */
+  throughputMBps: number;
+  /** bytesOut / bytesIn of converted segments. */
+  ratio: number;
+}
+
+export function emptyReport(path: string): SegmentReport {
+  return {
+    path,
+    result: 'failed',
+    bytesIn: 0,
+    bytesOut: 0,
+    batchesIn: 0,
+    batchesOut: 0,
+    recordsIn: 0,
+    recordsOut: 0,
+    codecMixIn: {},
+    codecOut: {},
+    oversizeKept: 0,
+    oversizeUpconverted: 0,
+    batchesCopied: 0,
+    truncatedTailBytes: 0,
+    durationMs: 0,
+    throughputMBps: 0,
+  };
+}
+
+export function throughput(bytes: number, ms: number): number {
+  return ms > 0 ? Math.round((bytes / 1e6 / (ms / 1000)) * 100) / 100 : 0;
+}
+
+export function summarize(reports: SegmentReport[], wallMs?: number): RunSummary {
+  const s: RunSummary = {
+    segments: reports.length,
+    converted: 0,
+    skipped: 0,
+    failed: 0,
+    bytesIn: 0,
+    bytesOut: 0,
+    recordsIn: 0,
+    recordsOut: 0,
+    oversizeKept: 0,
+    truncatedTailBytes: 0,
+    durationMs: 0,
+    throughputMBps: 0,
+    ratio: 0,
+  };
+  let convIn = 0;
+  let convOut = 0;
+  for (const r of reports) {
+    s[r.result]++;
+    s.bytesIn += r.bytesIn;
+    s.bytesOut += r.bytesOut;
+    s.recordsIn += r.recordsIn;
+    s.recordsOut += r.recordsOut;
+    s.oversizeKept += r.oversizeKept;
+    s.truncatedTailBytes += r.truncatedTailBytes;
+    s.durationMs += r.durationMs;
+    if (r.result === 'converted') {
+      convIn += r.bytesIn;
+      convOut += r.bytesOut;
+    }
+  }
+  const ms = wallMs ?? s.durationMs;
+  if (wallMs !== undefined) s.durationMs = wallMs;
+  s.throughputMBps = throughput(convIn, ms);
+  s.ratio = convIn > 0 ? Math.round((convOut / convIn) * 1000) / 1000 : 0;
+  return s;
+}
+
+function human(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = bytes;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return i === 0 ? `${v} B` : `${v.toFixed(1)} ${units[i]}`;
+}
+
+function mix(m: Record<string, number>): string {
+  return Object.entries(m)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, v]) => `${k}:${v}`)
+    .join(' ');
+}
+
+/** A fixed-width table for terminals, one line per segment plus a total line. */
+export function formatReportTable(
+  reports: SegmentReport[],
+  summary: RunSummary = summarize(reports),
+): string {
+  const header = ['segment', 'result', 'in', 'out', 'ratio', 'records', 'codecs in', 'MB/s', 'note'];
+  const rows = reports.map((r) => [
+    r.path,
+    r.result,
+    human(r.bytesIn),
+    r.result === 'converted' ? human(r.bytesOut) : '-',
+    r.result === 'converted' && r.bytesIn > 0 ? (r.bytesOut / r.bytesIn).toFixed(3) : '-',
+    String(r.recordsIn),
+    mix(r.codecMixIn),
+    r.result === 'converted' ? r.throughputMBps.toFixed(1) : '-',
+    [
+      r.reason ?? '',
+      r.oversizeKept > 0 ? `oversize kept ${r.oversizeKept}` : '',
+      r.truncatedTailBytes > 0 ? `dropped tail ${r.truncatedTailBytes} B` : '',
+    ]
+      .filter(Boolean)
+      .join('; '),
+  ]);
+  rows.push([
+    `total (${summary.segments})`,
+    `${summary.converted} conv/${summary.skipped} skip/${summary.failed} fail`,
+    human(summary.bytesIn),
+    human(summary.bytesOut),
+    summary.ratio ? summary.ratio.toFixed(3) : '-',
+    String(summary.recordsIn),
+    '',
+    summary.throughputMBps.toFixed(1),
+    '',
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]))
+      .join('  ')
+      .trimEnd();
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+}
+
+/** JSON document for `--json`: every report and the summary. */
+export function reportsToJSON(reports: SegmentReport[], summary: RunSummary = summarize(reports)): string {
+  return JSON.stringify({ summary, segments: reports }, null, 2);
+}

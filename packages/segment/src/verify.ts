@@ -1,0 +1,368 @@
+import { readFile } from 'node:fs/promises';
+import {
+  CorruptRecordError,
+  type LogicalRecord,
+  logicalRecordsEqual,
+  logicalRecordsOfBatch,
+  type RecordBatchHeader,
+  SegliftError,
+  SegmentIndexBuilder,
+} from '@seglift/format';
+import { logicalRecordsOfLegacyEntry } from '@seglift/legacy';
+import { type EntryInfo, inspectEntry, withEntryContext } from './entry.js';
+import { VerifyMismatchError } from './errors.js';
+import { exists } from './fs-util.js';
+import { IndexChecker, type IndexProblem } from './index-check.js';
+import { segmentPaths } from './names.js';
+import { readSegmentEntries } from './reader.js';
+
+/** The records of one shallow entry; `header` only for v2 batches. */
+interface Unit {
+  position: number;
+  header?: RecordBatchHeader;
+  records: LogicalRecord[];
+}
+
+interface UnitOptions {
+  maxDecompressedBytes?: number;
+  maxEntryBytes?: number;
+  acceptTruncatedTail?: boolean;
+  signal?: AbortSignal;
+  onEntry?: (info: EntryInfo) => void;
+  /** Output side: every entry must be a v2 batch. */
+  v2Only?: boolean;
+}
+
+async function* units(file: string, opts: UnitOptions): AsyncGenerator<Unit, void, undefined> {
+  const decode = { maxDecompressedBytes: opts.maxDecompressedBytes };
+  for await (const entry of readSegmentEntries(file, opts)) {
+    const info = inspectEntry(entry, file);
+    opts.onEntry?.(info);
+    if (opts.v2Only && entry.magic !== 2) {
+      throw new VerifyMismatchError('magic', `rewritten entry has magic ${entry.magic}`, {
+        file,
+        position: entry.position,
+        offset: info.offset,
+      });
+    }
+    try {
+      if (entry.magic === 2) {
+        yield {
+          position: entry.position,
+          header: info.header,
+          records: [...logicalRecordsOfBatch(entry.bytes, decode)],
+        };
+      } else {
+        yield { position: entry.position, records: logicalRecordsOfLegacyEntry(entry.bytes, decode) };
+      }
+    } catch (err) {
+      throw withEntryContext(err, file, entry);
+    }
+  }
+}
+
+/** Header fields a recompressed or copied batch keeps (all but length, CRC and the codec bits). */
+function headerDiff(a: RecordBatchHeader, b: RecordBatchHeader): string | null {
+  const fields = [
+    'baseOffset',
+    'partitionLeaderEpoch',
+    'lastOffsetDelta',
+    'baseTimestamp',
+    'maxTimestamp',
+    'producerId',
+    'producerEpoch',
+    'baseSequence',
+    'recordsCount',
+  ] as const;
+  for (const f of fields) if (a[f] !== b[f]) return f;
+  if ((a.attributes & ~0x07) !== (b.attributes & ~0x07)) return 'attributes';
+  return null;
+}
+
+export interface RewriteFiles {
+  log: string;
+  index: string;
+  timeindex: string;
+}
+
+export interface VerifyRewriteOptions {
+  baseOffset: bigint;
+  indexIntervalBytes?: number;
+  maxDecompressedBytes?: number;
+  maxEntryBytes?: number;
+  acceptTruncatedTail?: boolean;
+  signal?: AbortSignal;
+}
+
+/**
+ * Verify-before-swap: re-reads the written files from disk. Every CRC of both sides is checked;
+ * the logical record streams are compared in lockstep (offset, timestamp and its type, key, value,
+ * headers, producer fields, sequence, flags); every v2 source batch must map to exactly one
+ * output batch with the same header fields; the index files must equal what the recovery rule
+ * gives for the new log and pass the kafka-dump-log consistency checks.
+ */
+export async function verifyRewrite(
+  source: string,
+  out: RewriteFiles,
+  opts: VerifyRewriteOptions,
+): Promise<void> {
+  const indexBytes = await readFile(out.index);
+  const timeIndexBytes = await readFile(out.timeindex);
+  const checker = new IndexChecker(out.index, indexBytes, out.timeindex, timeIndexBytes, opts.baseOffset);
+  const builder = new SegmentIndexBuilder(opts.baseOffset, { indexIntervalBytes: opts.indexIntervalBytes });
+  const common = {
+    maxDecompressedBytes: opts.maxDecompressedBytes,
+    maxEntryBytes: opts.maxEntryBytes,
+    signal: opts.signal,
+  };
+  const srcIt = units(source, { ...common, acceptTruncatedTail: opts.acceptTruncatedTail });
+  const outIt = units(out.log, {
+    ...common,
+    v2Only: true,
+    onEntry: (info) => {
+      builder.append(info.position, info.size, info.lastOffset, info.maxTimestamp);
+      checker.batch(info.position, info.lastOffset, info.maxTimestamp);
+    },
+  });
+  const mismatch = (field: string, detail: string, position?: number, offset?: bigint) =>
+    new VerifyMismatchError(field, detail, { file: out.log, position, offset });
+
+  let o: Unit | null = null;
+  let j = 0;
+  const nextOut = async (): Promise<Unit | null> => {
+    const r = await outIt.next();
+    return r.done ? null : r.value;
+  };
+  try {
+    for await (const s of srcIt) {
+      if (s.header) {
+        if (o && j < o.records.length) {
+          throw mismatch(
+            'batch boundary',
+            'rewritten batch continues past a source batch boundary',
+            o.position,
+            o.records[j].offset,
+          );
+        }
+        o = await nextOut();
+        j = 0;
+        if (!o)
+          throw mismatch('batch', `source batch at ${s.position} is missing`, undefined, s.header.baseOffset);
+        if (!o.header) throw mismatch('magic', 'rewritten entry is not a v2 batch', o.position);
+        const f = headerDiff(s.header, o.header);
+        if (f !== null) {
+          throw mismatch(
+            f,
+            `${String(s.header[f as keyof RecordBatchHeader])} vs ${String(o.header[f as keyof RecordBatchHeader])}`,
+            o.position,
+            s.header.baseOffset,
+          );
+        }
+        if (s.records.length !== o.records.length) {
+          throw mismatch(
+            'records',
+            `${s.records.length} vs ${o.records.length} records`,
+            o.position,
+            s.header.baseOffset,
+          );
+        }
+        for (let k = 0; k < s.records.length; k++) {
+          const d = logicalRecordsEqual(s.records[k], o.records[k]);
+          if (d !== null) throw mismatch(d.split(':')[0], d, o.position, s.records[k].offset);
+        }
+        j = o.records.length;
+      } else {
+        for (const r of s.records) {
+          while (!o || j >= o.records.length) {
+            o = await nextOut();
+            j = 0;
+            if (!o) throw mismatch('record', `record at offset ${r.offset} is missing`, undefined, r.offset);
+          }
+          const d = logicalRecordsEqual(r, o.records[j]);
+          if (d !== null) throw mismatch(d.split(':')[0], d, o.position, r.offset);
+          j++;
+        }
+      }
+    }
+    if (o && j < o.records.length) throw mismatch('record', 'extra record', o.position, o.records[j].offset);
+    const extra = await nextOut();
+    if (extra) throw mismatch('batch', 'extra batch', extra.position, extra.header?.baseOffset);
+  } finally {
+    await outIt.return(undefined);
+  }
+
+  const expected = builder.finish();
+  if (!Buffer.from(expected.offsetIndex).equals(indexBytes)) {
+    throw new VerifyMismatchError('.index', 'offset index differs from the one the new log gives', {
+      file: out.index,
+    });
+  }
+  if (!Buffer.from(expected.timeIndex).equals(timeIndexBytes)) {
+    throw new VerifyMismatchError('.timeindex', 'time index differs from the one the new log gives', {
+      file: out.timeindex,
+    });
+  }
+  const problems = checker.finish();
+  if (problems.length > 0) {
+    const p = problems[0];
+    throw new VerifyMismatchError(
+      `${p.file.endsWith('.timeindex') ? '.timeindex' : '.index'} entry ${p.entry}`,
+      p.message,
+      {
+        file: p.file,
+        offset: p.offset,
+      },
+    );
+  }
+}
+
+export interface VerifyProblem {
+  kind: 'structure' | 'offsets' | 'index' | 'timeindex';
+  message: string;
+  file: string;
+  position?: number;
+  offset?: string;
+}
+
+export interface VerifyReport {
+  path: string;
+  ok: boolean;
+  entries: number;
+  records: number;
+  bytes: number;
+  firstOffset?: string;
+  lastOffset?: string;
+  indexEntries: number;
+  timeIndexEntries: number;
+  /** Whether .index/.timeindex exist (a missing one is reported, not an error: Kafka rebuilds/creates it). */
+  hasIndex: boolean;
+  hasTimeIndex: boolean;
+  problems: VerifyProblem[];
+  /** The typed error that stopped the scan, in toJSON form. */
+  error?: Record<string, unknown>;
+  durationMs: number;
+}
+
+export interface VerifySegmentOptions {
+  maxDecompressedBytes?: number;
+  maxEntryBytes?: number;
+  acceptTruncatedTail?: boolean;
+  /** Skip the deep record decode (CRCs, sizes and offsets only). */
+  shallow?: boolean;
+  signal?: AbortSignal;
+}
+
+/**
+ * Checks a segment on disk: every CRC (v2 CRC-32C, legacy outer and inner CRC-32), structure
+ * (every record decodes, counts and lengths agree), offsets strictly increasing and >= the base
+ * offset, and .index/.timeindex consistent with the log (ref §8.2's dump-log checks).
+ */
+export async function verifySegment(
+  logPath: string,
+  options: VerifySegmentOptions = {},
+): Promise<VerifyReport> {
+  const start = performance.now();
+  const p = segmentPaths(logPath);
+  const hasIndex = await exists(p.index);
+  const hasTimeIndex = await exists(p.timeindex);
+  const checker = new IndexChecker(
+    p.index,
+    hasIndex ? await readFile(p.index) : undefined,
+    p.timeindex,
+    hasTimeIndex ? await readFile(p.timeindex) : undefined,
+    p.baseOffset,
+  );
+  const report: VerifyReport = {
+    path: logPath,
+    ok: true,
+    entries: 0,
+    records: 0,
+    bytes: 0,
+    indexEntries: checker.offsetEntries,
+    timeIndexEntries: checker.timeEntries,
+    hasIndex,
+    hasTimeIndex,
+    problems: [],
+    durationMs: 0,
+  };
+  let last: bigint | undefined;
+  const addOffsetProblem = (message: string, position: number, offset: bigint) => {
+    if (report.problems.length < 100)
+      report.problems.push({ kind: 'offsets', message, file: logPath, position, offset: offset.toString() });
+  };
+  try {
+    for await (const entry of readSegmentEntries(logPath, options)) {
+      const info = inspectEntry(entry, logPath);
+      report.entries++;
+      report.bytes = entry.position + entry.size;
+      checker.batch(info.position, info.lastOffset, info.maxTimestamp);
+      const offsets: bigint[] = [];
+      if (options.shallow) {
+        if (info.header) report.records += info.header.recordsCount;
+        offsets.push(info.offset);
+      } else {
+        try {
+          const records =
+            entry.magic === 2
+              ? logicalRecordsOfBatch(entry.bytes, options)
+              : logicalRecordsOfLegacyEntry(entry.bytes, options);
+          for (const r of records) {
+            report.records++;
+            offsets.push(r.offset);
+          }
+        } catch (err) {
+          throw withEntryContext(err, logPath, entry);
+        }
+      }
+      for (const off of offsets) {
+        if (off < p.baseOffset)
+          addOffsetProblem(
+            `offset ${off} is below the segment base offset ${p.baseOffset}`,
+            entry.position,
+            off,
+          );
+        if (last !== undefined && off <= last)
+          addOffsetProblem(`offset ${off} does not follow ${last}`, entry.position, off);
+        last = off;
+        if (report.firstOffset === undefined) report.firstOffset = off.toString();
+      }
+      if (info.lastOffset < (last ?? info.lastOffset)) {
+        addOffsetProblem(
+          `batch last offset ${info.lastOffset} is below its records' ${last}`,
+          entry.position,
+          info.lastOffset,
+        );
+      }
+      if (last === undefined || info.lastOffset > last) last = info.lastOffset;
+    }
+    report.lastOffset = last?.toString();
+  } catch (err) {
+    report.ok = false;
+    const e =
+      err instanceof SegliftError
+        ? err
+        : new CorruptRecordError(String((err as Error)?.message ?? err), { file: logPath });
+    report.error = e.toJSON();
+    report.problems.push({
+      kind: 'structure',
+      message: e.message,
+      file: logPath,
+      position: e.position,
+      offset: e.offset?.toString(),
+    });
+  }
+  for (const ip of checker.finish()) report.problems.push(indexProblem(ip));
+  if (report.problems.length > 0) report.ok = false;
+  report.durationMs = performance.now() - start;
+  return report;
+}
+
+function indexProblem(p: IndexProblem): VerifyProblem {
+  return {
+    kind: p.file.endsWith('.timeindex') ? 'timeindex' : 'index',
+    message: p.entry >= 0 ? `entry ${p.entry}: ${p.message}` : p.message,
+    file: p.file,
+    position: p.position,
+    offset: p.offset?.toString(),
+  };
+}
