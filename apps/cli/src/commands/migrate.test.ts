@@ -1,0 +1,94 @@
+import { readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { CompressionType } from '@seglift/format';
+import { describe, expect, it } from 'vitest';
+import { lines, run } from '../test-support/run.js';
+import { encodeLegacyEntry, tmpDir, utf8, v2Batch, writeSegment } from '../test-support/segments.js';
+
+function legacy(from: number, n: number) {
+  return Array.from({ length: n }, (_, i) =>
+    encodeLegacyEntry(BigInt(from + i), {
+      magic: 0,
+      key: utf8(`k${from + i}`),
+      value: utf8('payload '.repeat(30)),
+    }),
+  );
+}
+
+/** Two partitions with two closed segments and an active one each. */
+function logDir(): string {
+  const dir = tmpDir();
+  for (const part of ['orders-0', 'orders-1']) {
+    const p = path.join(dir, part);
+    writeSegment(p, 0n, legacy(0, 10));
+    writeSegment(p, 10n, [v2Batch(10n, 10, CompressionType.GZIP)]);
+    writeSegment(p, 20n, legacy(20, 3));
+  }
+  return dir;
+}
+
+describe('seglift migrate', () => {
+  it('converts the closed segments of two partitions in place and leaves the active ones untouched', async () => {
+    const dir = logDir();
+    const active0 = path.join(dir, 'orders-0', '00000000000000000020.log');
+    const activeBefore = readFileSync(active0);
+    const activeMtime = statSync(active0).mtimeMs;
+    const r = await run(['migrate', dir, '--codec', 'zstd', '--concurrency', '2', '--json']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const objs = lines(r.stdout).map((l) => JSON.parse(l));
+    const summary = objs.at(-1);
+    expect(summary).toMatchObject({ type: 'summary', segments: 6, converted: 4, skipped: 2, failed: 0 });
+    expect(readFileSync(active0).equals(activeBefore)).toBe(true);
+    expect(statSync(active0).mtimeMs).toBe(activeMtime);
+    for (const part of ['orders-0', 'orders-1']) {
+      for (const base of ['00000000000000000000', '00000000000000000010']) {
+        const seg = path.join(dir, part, `${base}.log`);
+        const v = await run(['verify', seg]);
+        expect(v.code, v.stdout).toBe(0);
+        const dump = await run(['inspect', seg]);
+        const batches = lines(dump.stdout).filter((l) => l.startsWith('baseOffset: '));
+        expect(batches.length).toBeGreaterThan(0);
+        expect(batches.every((l) => l.includes(' magic: 2 compresscodec: zstd '))).toBe(true);
+      }
+    }
+    // A second run finds nothing left to do.
+    const again = await run(['migrate', dir, '--codec', 'zstd', '--quiet']);
+    expect(again.code).toBe(0);
+    expect(lines(again.stdout).at(-1)).toMatch(/^converted 0 segments, skipped 6, failed 0: /);
+  });
+
+  it('prints a table and a summary line; --include-active converts the active segments too', async () => {
+    const dir = logDir();
+    const r = await run(['migrate', path.join(dir, 'orders-1'), '--codec', 'gzip', '--include-active']);
+    expect(r.code).toBe(0);
+    const out = lines(r.stdout);
+    expect(out[0]).toMatch(/^segment\s+result\s+in\s+out\s+ratio/);
+    // The gzip segment is already in the target codec: skipped, not rewritten.
+    expect(out.some((l) => /00000000000000000010\.log\s+skipped\s.*already-target-codec/.test(l))).toBe(true);
+    expect(out.at(-1)).toMatch(
+      /^converted 2 segments, skipped 1, failed 0: .* -> .* \(ratio \d\.\d{3}\) in /,
+    );
+  });
+
+  it('a corrupt segment fails the run with exit 1 and its reason', async () => {
+    const dir = logDir();
+    const bad = path.join(dir, 'orders-0', '00000000000000000030.log');
+    const b = Buffer.from(v2Batch(30n, 2));
+    b[b.length - 1] ^= 1;
+    writeSegment(path.join(dir, 'orders-0'), 30n, [b]);
+    writeSegment(path.join(dir, 'orders-0'), 40n, [v2Batch(40n, 1)]);
+    const r = await run(['migrate', path.join(dir, 'orders-0'), '--codec', 'zstd', '--quiet']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`error[CRC_MISMATCH]: `);
+    expect(r.stderr).toContain(bad);
+  });
+
+  it('usage errors exit 2', async () => {
+    const dir = logDir();
+    expect((await run(['migrate', dir])).code).toBe(2);
+    expect((await run(['migrate', '--codec', 'zstd'])).code).toBe(2);
+    expect((await run(['migrate', dir, '--codec', 'zstd', '--concurrency', '0'])).code).toBe(2);
+    expect((await run(['migrate', tmpDir(), '--codec', 'zstd'])).code).toBe(2);
+  });
+});
