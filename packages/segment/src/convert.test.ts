@@ -1,0 +1,286 @@
+import { readFile, utimes, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { convertSegment } from './convert.js';
+import { VerifyMismatchError } from './errors.js';
+import { mixedSegment, tmpDir, v2Batch, writeSegment } from './test-support/fixtures.js';
+import { ls, mtime, sha256 } from './test-support/helpers.js';
+import { independentRecords, recoveryIndexes, shallowEntries } from './test-support/independent.js';
+import { verifySegment } from './verify.js';
+
+const OLD = new Date('2019-03-04T05:06:07.000Z');
+
+async function setup(bytes: Uint8Array = mixedSegment().bytes, base = 0n) {
+  const dir = await tmpDir();
+  const log = await writeSegment(dir, bytes, base);
+  await utimes(log, OLD, OLD);
+  return { dir, log, pdir: path.dirname(log) };
+}
+
+describe('convertSegment', () => {
+  it('mixed v0/v1/v2 -> zstd into outDir: records, indexes, verbatim batches, input untouched', async () => {
+    const seg = mixedSegment();
+    const { dir, log, pdir } = await setup(seg.bytes);
+    const before = await sha256(log);
+    const outDir = path.join(dir, 'out');
+    const progress: number[] = [];
+    const r = await convertSegment(log, {
+      codec: 'zstd',
+      outDir,
+      indexIntervalBytes: 1024,
+      onProgress: (d) => progress.push(d),
+    });
+    expect(r.error).toBeUndefined();
+    expect(r.result).toBe('converted');
+    expect(await sha256(log)).toBe(before);
+    expect(await mtime(log)).toBe(OLD.getTime());
+    expect(await ls(pdir)).toEqual(['00000000000000000000.log']);
+    expect(await ls(outDir)).toEqual([
+      '00000000000000000000.index',
+      '00000000000000000000.log',
+      '00000000000000000000.timeindex',
+    ]);
+    const out = await readFile(path.join(outDir, '00000000000000000000.log'));
+    expect(await independentRecords(out)).toEqual(await independentRecords(seg.bytes));
+    expect((await independentRecords(out)).length).toBe(274);
+    const idx = recoveryIndexes(out, 0n, 1024);
+    expect(idx.index.length).toBeGreaterThan(8);
+    expect((await readFile(path.join(outDir, '00000000000000000000.index'))).equals(idx.index)).toBe(true);
+    expect((await readFile(path.join(outDir, '00000000000000000000.timeindex'))).equals(idx.timeindex)).toBe(
+      true,
+    );
+    const outEntries = shallowEntries(out);
+    for (const v of seg.verbatim) expect(outEntries.some((e) => e.bytes.equals(v))).toBe(true);
+    // Every non-control, non-empty batch is zstd now.
+    const codecs = outEntries.map((e) => e.bytes.readInt16BE(21) & 7);
+    expect(codecs.filter((c) => c !== 4).length).toBe(2);
+    expect(r.codecMixIn).toEqual({
+      'v0/none': 3,
+      'v0/gzip': 1,
+      'v0/snappy': 1,
+      'v0/lz4': 1,
+      'v1/none': 50,
+      'v1/gzip': 2,
+      'v1/snappy': 1,
+      'v1/lz4': 1,
+      'v2/none': 4,
+      'v2/gzip': 1,
+      'v2/zstd': 1,
+      'v2/snappy': 1,
+    });
+    expect(r.codecOut).toEqual({ 'v2/none': 2, 'v2/zstd': 65 });
+    expect(r).toMatchObject({
+      batchesIn: 67,
+      batchesOut: 67,
+      recordsIn: 274,
+      recordsOut: 274,
+      batchesCopied: 3,
+      oversizeKept: 0,
+    });
+    expect(r.bytesIn).toBe(seg.bytes.length);
+    expect(r.bytesOut).toBe(out.length);
+    expect(progress[progress.length - 1]).toBe(seg.bytes.length);
+    expect(await mtime(path.join(outDir, '00000000000000000000.log'))).toBe(OLD.getTime());
+    const v = await verifySegment(path.join(outDir, '00000000000000000000.log'));
+    expect(v.problems).toEqual([]);
+    expect(v).toMatchObject({
+      ok: true,
+      entries: 67,
+      records: 274,
+      firstOffset: '0',
+      lastOffset: seg.lastOffset.toString(),
+    });
+  });
+
+  it('coalesce grouping, gzip target and a non-zero base offset', async () => {
+    const seg = mixedSegment(1000n, 7);
+    const { dir, log } = await setup(seg.bytes, 1000n);
+    const outDir = path.join(dir, 'out');
+    const r = await convertSegment(log, {
+      codec: 'gzip',
+      level: 9,
+      grouping: 'coalesce',
+      coalesceBytes: 4096,
+      outDir,
+    });
+    expect(r.result).toBe('converted');
+    const out = await readFile(path.join(outDir, path.basename(log)));
+    expect(await independentRecords(out)).toEqual(await independentRecords(seg.bytes));
+    expect(r.batchesOut).toBeLessThan(30);
+    const idx = recoveryIndexes(out, 1000n);
+    expect((await readFile(path.join(outDir, '00000000000000001000.index'))).equals(idx.index)).toBe(true);
+    expect((await readFile(path.join(outDir, '00000000000000001000.timeindex'))).equals(idx.timeindex)).toBe(
+      true,
+    );
+  });
+
+  it('in place: swap, mtime restored, backup copies, txnindex untouched, idempotent rerun skipped', async () => {
+    const seg = mixedSegment();
+    const { dir, log, pdir } = await setup(seg.bytes);
+    const txn = path.join(pdir, '00000000000000000000.txnindex');
+    await writeFile(txn, Buffer.alloc(34, 1));
+    await writeFile(path.join(pdir, '00000000000000000000.index'), Buffer.alloc(16));
+    const backupDir = path.join(dir, 'backup');
+    const r = await convertSegment(log, { codec: 'zstd', inPlace: true, backupDir });
+    expect(r.error).toBeUndefined();
+    expect(r.result).toBe('converted');
+    expect(await ls(pdir)).toEqual([
+      '00000000000000000000.index',
+      '00000000000000000000.log',
+      '00000000000000000000.timeindex',
+      '00000000000000000000.txnindex',
+    ]);
+    expect(await readFile(txn)).toEqual(Buffer.alloc(34, 1));
+    for (const f of ['log', 'index', 'timeindex'])
+      expect(await mtime(path.join(pdir, `00000000000000000000.${f}`))).toBe(OLD.getTime());
+    expect(await readFile(path.join(backupDir, 'topic-0', '00000000000000000000.log'))).toEqual(seg.bytes);
+    expect(await readFile(path.join(backupDir, 'topic-0', '00000000000000000000.index'))).toEqual(
+      Buffer.alloc(16),
+    );
+    const out = await readFile(log);
+    expect(await independentRecords(out)).toEqual(await independentRecords(seg.bytes));
+    expect(
+      (await readFile(path.join(pdir, '00000000000000000000.index'))).equals(recoveryIndexes(out, 0n).index),
+    ).toBe(true);
+
+    const hash = await sha256(log);
+    const again = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    expect(again).toMatchObject({
+      result: 'skipped',
+      reason: 'already-target-codec',
+      batchesIn: 67,
+      recordsIn: 274,
+    });
+    expect(await sha256(log)).toBe(hash);
+    expect(await mtime(log)).toBe(OLD.getTime());
+    expect(await ls(pdir)).toHaveLength(4);
+    // force rewrites anyway.
+    const forced = await convertSegment(log, { codec: 'zstd', inPlace: true, force: true });
+    expect(forced.result).toBe('converted');
+    expect(await independentRecords(await readFile(log))).toEqual(await independentRecords(seg.bytes));
+  });
+
+  it('truncated tail: error names the position; acceptTruncatedTail drops and reports it', async () => {
+    const seg = mixedSegment();
+    const cut = Buffer.concat([seg.bytes, seg.bytes.subarray(0, 30)]);
+    const { dir, log, pdir } = await setup(cut);
+    const r = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    expect(r.result).toBe('failed');
+    expect(r.error).toMatchObject({ code: 'TRUNCATED', position: seg.bytes.length, file: log });
+    expect(await ls(pdir)).toEqual(['00000000000000000000.log']);
+    const ok = await convertSegment(log, {
+      codec: 'zstd',
+      outDir: path.join(dir, 'o'),
+      acceptTruncatedTail: true,
+    });
+    expect(ok).toMatchObject({ result: 'converted', truncatedTailBytes: 30, recordsOut: 274 });
+  });
+
+  it('bad CRC: failed, original byte-identical, no leftovers', async () => {
+    const seg = mixedSegment();
+    const bytes = Buffer.from(seg.bytes);
+    const entries = shallowEntries(bytes);
+    const target = entries.find((e) => e.magic === 2)!;
+    bytes[target.position + 70] ^= 0x40;
+    const { log, pdir } = await setup(bytes);
+    const before = await sha256(log);
+    const r = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    expect(r.result).toBe('failed');
+    expect(r.error).toMatchObject({
+      code: 'CRC_MISMATCH',
+      file: log,
+      offset: target.bytes.readBigInt64BE(0).toString(),
+    });
+    expect(await sha256(log)).toBe(before);
+    expect(await ls(pdir)).toEqual(['00000000000000000000.log']);
+    // Legacy outer CRC too.
+    const legacy = Buffer.from(seg.bytes);
+    legacy[entries[0].position + 30] ^= 1;
+    await writeFile(log, legacy);
+    const r2 = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    expect(r2.error).toMatchObject({ code: 'CRC_MISMATCH', position: entries[0].position, offset: '0' });
+  });
+
+  it('absurd size 2^31-1: failed without allocating', async () => {
+    const seg = mixedSegment();
+    const bad = Buffer.alloc(40);
+    bad.writeBigInt64BE(10_000n, 0);
+    bad.writeInt32BE(0x7fffffff, 8);
+    bad[16] = 2;
+    const { log, pdir } = await setup(Buffer.concat([seg.bytes, bad]));
+    const r = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    expect(r.error).toMatchObject({ code: 'CORRUPT_RECORD', position: seg.bytes.length, offset: '10000' });
+    expect(await ls(pdir)).toEqual(['00000000000000000000.log']);
+  });
+
+  it('verify catches a written file that differs (PLE is outside the CRC), an index that differs, a flipped byte', async () => {
+    const seg = mixedSegment();
+    const { log, pdir } = await setup(seg.bytes);
+    const before = await sha256(log);
+    const cases: [string, (f: { log: string; index: string; timeindex: string }) => Promise<void>, string][] =
+      [
+        [
+          'partitionLeaderEpoch',
+          async (f) => {
+            const b = await readFile(f.log);
+            const last = shallowEntries(b).at(-1)!;
+            b.writeInt32BE(99, last.position + 12);
+            await writeFile(f.log, b);
+          },
+          'VERIFY_MISMATCH',
+        ],
+        [
+          '.index',
+          async (f) => {
+            const b = await readFile(f.index);
+            b.writeInt32BE(b.readInt32BE(4) + 1, 4);
+            await writeFile(f.index, b);
+          },
+          'VERIFY_MISMATCH',
+        ],
+        [
+          'crc',
+          async (f) => {
+            const b = await readFile(f.log);
+            b[b.length - 3] ^= 0xff;
+            await writeFile(f.log, b);
+          },
+          'CRC_MISMATCH',
+        ],
+      ];
+    for (const [field, hook, code] of cases) {
+      const r = await convertSegment(log, {
+        codec: 'zstd',
+        inPlace: true,
+        testHooks: { beforeVerify: hook },
+      });
+      expect(r.result).toBe('failed');
+      expect(r.error?.code).toBe(code);
+      if (code === 'VERIFY_MISMATCH') expect(r.error?.field).toBe(field);
+      expect(await sha256(log)).toBe(before);
+      expect(await ls(pdir)).toEqual(['00000000000000000000.log']);
+    }
+  });
+
+  it('a v2 batch that grows past maxBatchBytes when recompressed keeps its bytes', async () => {
+    const big = v2Batch(0n, [Buffer.alloc(3000, 1)], 4);
+    const seg = Buffer.concat([big, v2Batch(1n, [Buffer.from('x')], 0)]);
+    const { dir, log } = await setup(seg);
+    const r = await convertSegment(log, { codec: 'none', outDir: path.join(dir, 'o'), maxBatchBytes: 1000 });
+    expect(r).toMatchObject({ result: 'converted', oversizeKept: 1, batchesCopied: 2 });
+    expect(await readFile(path.join(dir, 'o', path.basename(log)))).toEqual(seg);
+  });
+
+  it('rejects bad option combinations and aborted signals with a failed report', async () => {
+    const { dir, log } = await setup();
+    expect((await convertSegment(log, { codec: 'zstd' })).error?.code).toBe('INVALID_ARGUMENT');
+    expect((await convertSegment(log, { codec: 'zstd', inPlace: true, outDir: dir })).error?.code).toBe(
+      'INVALID_ARGUMENT',
+    );
+    const ac = new AbortController();
+    ac.abort();
+    const r = await convertSegment(log, { codec: 'zstd', inPlace: true, signal: ac.signal });
+    expect(r.result).toBe('failed');
+    expect(r.reason).toContain('aborted');
+  });
+});
