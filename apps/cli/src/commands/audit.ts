@@ -1,3 +1,4 @@
+import path from 'node:path';
 import {
   batchCompression,
   type CodecName,
@@ -10,12 +11,12 @@ import {
   SegliftError,
 } from '@seglift/format';
 import { type Grouping, legacyCompression, Upconverter } from '@seglift/legacy';
+import { findPartitionSegments } from '@seglift/segment';
 import { choice, flag, intOpt, parse, requirePositionals } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
 import { EXIT_CODES_HELP, ExitCode, formatError, isFsError } from '../exit-codes.js';
 import { toJsonLine } from '../io.js';
 import { LogFileReader } from '../log-reader.js';
-import { findPartitions, type PartitionDir } from '../partitions.js';
 import { formatBytes, renderTable } from '../table.js';
 
 const CODECS: readonly CodecName[] = ['none', 'gzip', 'snappy', 'lz4', 'zstd'];
@@ -103,10 +104,32 @@ export const auditCommand: Command = {
 
 /** Reads every segment under `dirs`; returns the per-partition audits. */
 export async function auditPartitions(dirs: string[], options: AuditOptions = {}): Promise<PartitionAudit[]> {
-  const partitions = await findPartitions(dirs);
   const out: PartitionAudit[] = [];
-  for (const p of partitions) out.push(await auditPartition(p, options));
+  for (const dir of dirs) {
+    for (const p of await findPartitionSegments(dir)) {
+      const m = /^(.+)-(\d+)$/.exec(path.basename(p.partitionDir));
+      out.push(
+        await auditPartition(
+          {
+            dir: p.partitionDir,
+            topic: m ? m[1] : path.basename(p.partitionDir),
+            partition: m ? Number(m[2]) : -1,
+            segments: p.segments,
+          },
+          options,
+        ),
+      );
+    }
+  }
   return out;
+}
+
+interface PartitionDir {
+  dir: string;
+  topic: string;
+  partition: number;
+  /** By base offset; the last one is the active segment. */
+  segments: { path: string }[];
 }
 
 async function auditPartition(p: PartitionDir, options: AuditOptions): Promise<PartitionAudit> {
