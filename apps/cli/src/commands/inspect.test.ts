@@ -301,3 +301,46 @@ describe('seglift inspect: real segments', () => {
     }
   });
 });
+
+describe('seglift inspect: odd batches', () => {
+  it('an unknown codec id prints the batch as unknown(N) and fails with error[UNKNOWN_CODEC]', async () => {
+    const dir = tmpDir();
+    const b = Buffer.from(v2Batch(0n, 1));
+    b.writeInt16BE(b.readInt16BE(21) | 5, 21);
+    const { computeRecordBatchCrc } = await import('@seglift/format');
+    b.writeUInt32BE(computeRecordBatchCrc(b), 17);
+    const file = writeSegment(dir, 0n, [b]);
+    const r = await run(['inspect', file]);
+    expect(r.code).toBe(1);
+    expect(lines(r.stdout)[2]).toMatch(/ compresscodec: unknown\(5\) crc: \d+ isvalid: true$/);
+    expect(r.stderr).toMatch(
+      /^error\[UNKNOWN_CODEC\]: unknown compression type id 5 \(file .*, position 0, offset 0\)\n$/,
+    );
+  });
+
+  it('inner records of a LogAppendTime wrapper take the wrapper timestamp', async () => {
+    const dir = tmpDir();
+    const wrapper = encodeCompressedWrapper({
+      magic: 1,
+      codec: CompressionType.SNAPPY,
+      timestampType: 'LogAppendTime',
+      wrapperTimestamp: 1_555_000_000_000n,
+      messages: [
+        { offset: 7n, timestamp: 1n, key: null, value: utf8('a') },
+        { offset: 9n, timestamp: 2n, key: null, value: utf8('b') },
+      ],
+    });
+    const file = writeSegment(dir, 7n, [wrapper]);
+    const r = await run(['inspect', file, '--deep-iteration']);
+    expect(r.code).toBe(0);
+    const out = lines(r.stdout);
+    expect(out[2]).toMatch(
+      /^offset: 9 position: 0 LogAppendTime: 1555000000000 size: \d+ magic: 1 compresscodec: snappy /,
+    );
+    expect(out[3]).toMatch(
+      /^\| offset: 7 LogAppendTime: 1555000000000 keySize: -1 valueSize: 1 isValid: true crc: \d+}$/,
+    );
+    expect(out[4]).toMatch(/^\| offset: 9 LogAppendTime: 1555000000000 /);
+    expect(r.stderr).toBe(`Non-consecutive offsets in ${path.resolve(file)}\n  7 is followed by 9\n`);
+  });
+});
