@@ -2,7 +2,6 @@ import { readFile, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
-import { VerifyMismatchError } from './errors.js';
 import { mixedSegment, tmpDir, v2Batch, writeSegment } from './test-support/fixtures.js';
 import { ls, mtime, sha256 } from './test-support/helpers.js';
 import { independentRecords, recoveryIndexes, shallowEntries } from './test-support/independent.js';

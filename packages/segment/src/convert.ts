@@ -15,7 +15,7 @@ import { DEFAULT_MAX_BATCH_BYTES, type Grouping, Upconverter } from '@seglift/le
 import { codecIdOf, codecLabel, inspectEntry, withEntryContext } from './entry.js';
 import { SegmentIoError } from './errors.js';
 import { fsyncDir, fsyncPath, removeIfExists, renameSynced, writeFileSynced } from './fs-util.js';
-import { recoverLeftovers } from './leftovers.js';
+import { findForeignSwaps, recoverLeftovers } from './leftovers.js';
 import { acquireSegmentLock, type SegmentLock } from './lock.js';
 import { type SegmentPaths, segmentPaths } from './names.js';
 import { readSegmentEntries } from './reader.js';
@@ -173,10 +173,13 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     report.bytesIn = st.size;
     if (options.inPlace) {
       if (options.lock !== false) lock = await acquireSegmentLock(src.log);
-      const left = await recoverLeftovers(src.dir, { ownLockToken: lock?.token });
-      if (left.foreignSwaps.length > 0) {
+      await recoverLeftovers(src.dir, { baseOffset: src.baseOffset, ownLockToken: lock?.token });
+      // Kafka completes a .swap by deleting every segment file in its offset range, which may
+      // include ours: never rewrite next to an interrupted Kafka swap.
+      const foreign = await findForeignSwaps(src.dir);
+      if (foreign.length > 0) {
         throw new SegmentIoError(
-          `partition has .swap files of an interrupted Kafka operation (${left.foreignSwaps.join(', ')}); start the broker once to complete them`,
+          `partition has .swap files of an interrupted Kafka operation (${foreign.join(', ')}); start the broker once to complete them`,
           { file: src.dir },
         );
       }

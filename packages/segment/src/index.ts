@@ -17,6 +17,13 @@ export { codecLabel } from './entry.js';
 export { SegmentIoError, VerifyMismatchError } from './errors.js';
 export { type LeftoverReport, type RecoverLeftoversOptions, recoverLeftovers } from './leftovers.js';
 export { acquireSegmentLock, lockPathFor, type SegmentLock } from './lock.js';
+export {
+  type MigrateOptions,
+  type MigrateProgress,
+  type MigrateResult,
+  migrate,
+  workerScriptPath,
+} from './migrate.js';
 export { formatBaseOffset, parseSegmentName } from './names.js';
 export {
   DEFAULT_CHUNK_SIZE,

@@ -108,3 +108,13 @@ export async function recoverLeftovers(
   if (changed) await fsyncDir(partitionDir);
   return report;
 }
+
+/**
+ * `.swap` files that are not ours: no seglift marker for their segment in the same listing (ours
+ * always have one: the marker is written before the first .swap and removed after the last).
+ */
+export async function findForeignSwaps(partitionDir: string): Promise<string[]> {
+  const names = await readdir(partitionDir);
+  const markers = new Set(names.filter((n) => n.endsWith(MARKER_SUFFIX)).map((n) => n.slice(0, 20)));
+  return names.filter((n) => n.endsWith(SWAP_SUFFIX) && !markers.has(n.slice(0, 20))).sort();
+}

@@ -1,0 +1,163 @@
+import { existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { type ConvertOptions, convertSegment } from './convert.js';
+import { findPartitionSegments, type SegmentFile } from './discovery.js';
+import { emptyReport, type RunSummary, type SegmentReport, summarize } from './report.js';
+import type { WorkerMessage, WorkerRequest } from './worker.js';
+
+export interface MigrateProgress {
+  segmentsDone: number;
+  segmentsTotal: number;
+  bytesDone: number;
+  bytesTotal: number;
+}
+
+export interface MigrateOptions
+  extends Omit<ConvertOptions, 'outDir' | 'inPlace' | 'onProgress' | 'testHooks'> {
+  /** Also convert each partition's active (highest base offset) segment. Default false. */
+  includeActive?: boolean;
+  /** Parallel conversions (default: all cores). */
+  concurrency?: number;
+  /** 'threads' (default when dist/worker.js exists) or 'inline' (in process, one at a time). */
+  mode?: 'threads' | 'inline';
+  onProgress?: (progress: MigrateProgress) => void;
+  onSegment?: (report: SegmentReport) => void;
+}
+
+export interface MigrateResult {
+  reports: SegmentReport[];
+  summary: RunSummary;
+  partitions: number;
+  /** How the run was executed (threads fall back to inline when the worker script is missing). */
+  mode: 'threads' | 'inline';
+}
+
+/** dist/worker.js next to this module (built), or next to src/ when running from sources. */
+export function workerScriptPath(): string | undefined {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  for (const p of [path.join(here, 'worker.js'), path.join(here, '..', 'dist', 'worker.js')]) {
+    if (existsSync(p)) return p;
+  }
+  return undefined;
+}
+
+/**
+ * Converts, in place, every non-active segment under `dirs` (log dirs, partition dirs or their
+ * parents) with a worker_threads pool. Active segments are reported as skipped. Never throws for
+ * a bad segment; every segment gets a report, in discovery order.
+ */
+export async function migrate(dirs: string[], options: MigrateOptions): Promise<MigrateResult> {
+  const started = performance.now();
+  const reports: SegmentReport[] = [];
+  const todo: SegmentFile[] = [];
+  let partitions = 0;
+  for (const dir of dirs) {
+    for (const p of await findPartitionSegments(dir, { includeActive: options.includeActive })) {
+      partitions++;
+      todo.push(...p.eligible);
+      if (!options.includeActive && p.active) {
+        const r = emptyReport(p.active.path);
+        r.result = 'skipped';
+        r.reason = 'active-segment';
+        r.bytesIn = p.active.size;
+        reports.push(r);
+        options.onSegment?.(r);
+      }
+    }
+  }
+  const bytesTotal = todo.reduce((a, s) => a + s.size, 0);
+  const progress: MigrateProgress = { segmentsDone: 0, segmentsTotal: todo.length, bytesDone: 0, bytesTotal };
+  const inFlight = new Map<number, number>();
+  const emit = () => {
+    if (!options.onProgress) return;
+    let partial = 0;
+    for (const v of inFlight.values()) partial += v;
+    options.onProgress({ ...progress, bytesDone: progress.bytesDone + partial });
+  };
+  const done = (i: number, r: SegmentReport) => {
+    results[i] = r;
+    inFlight.delete(i);
+    progress.segmentsDone++;
+    progress.bytesDone += todo[i].size;
+    options.onSegment?.(r);
+    emit();
+  };
+  const results: SegmentReport[] = new Array(todo.length);
+  const {
+    includeActive: _a,
+    concurrency: _c,
+    mode: _m,
+    onProgress: _p,
+    onSegment: _s,
+    signal,
+    ...convert
+  } = options;
+  const script = workerScriptPath();
+  const mode = options.mode === 'inline' || !script ? 'inline' : 'threads';
+  const concurrency = Math.max(
+    1,
+    Math.min(options.concurrency ?? os.availableParallelism(), todo.length || 1),
+  );
+
+  if (mode === 'inline') {
+    for (let i = 0; i < todo.length; i++) {
+      const r = await convertSegment(todo[i].path, {
+        ...convert,
+        signal,
+        inPlace: true,
+        onProgress: (d) => {
+          inFlight.set(i, d);
+          emit();
+        },
+      });
+      done(i, r);
+    }
+  } else {
+    let next = 0;
+    const runWorker = () =>
+      new Promise<void>((resolve, reject) => {
+        const w = new Worker(script!);
+        const onAbort = () => w.postMessage({ type: 'abort' });
+        signal?.addEventListener('abort', onAbort);
+        const feed = () => {
+          if (next >= todo.length || signal?.aborted) {
+            signal?.removeEventListener('abort', onAbort);
+            void w.terminate().then(() => resolve());
+            return;
+          }
+          const id = next++;
+          w.postMessage({
+            type: 'convert',
+            id,
+            logPath: todo[id].path,
+            options: { ...convert, inPlace: true },
+          } satisfies WorkerRequest);
+        };
+        w.on('message', (m: WorkerMessage) => {
+          if (m.type === 'progress') {
+            inFlight.set(m.id, m.bytesDone);
+            emit();
+          } else {
+            done(m.id, m.report);
+            feed();
+          }
+        });
+        w.on('error', reject);
+        feed();
+      });
+    await Promise.all(Array.from({ length: concurrency }, runWorker));
+  }
+  for (let i = 0; i < todo.length; i++) {
+    if (!results[i]) {
+      const r = emptyReport(todo[i].path);
+      r.reason = 'aborted';
+      r.bytesIn = todo[i].size;
+      results[i] = r;
+    }
+  }
+  const all = [...reports, ...results];
+  return { reports: all, summary: summarize(all, performance.now() - started), partitions, mode };
+}
