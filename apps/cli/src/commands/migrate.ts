@@ -1,13 +1,11 @@
-import { availableParallelism } from 'node:os';
 import type { CodecName } from '@seglift/format';
 import type { Grouping } from '@seglift/legacy';
 import {
-  convertSegment,
-  findPartitionSegments,
   formatReportTable,
+  type MigrateResult,
+  migrate,
   type RunSummary,
   type SegmentReport,
-  summarize,
 } from '@seglift/segment';
 import { choice, flag, intOpt, parse, requirePositionals, str } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
@@ -22,7 +20,7 @@ const HELP = `Usage: seglift migrate <dir>... --codec C [options]
 Convert every closed segment under each <dir> (a broker log.dir, a parent of several, or one
 partition directory) in place: magic 0/1 upconverted to v2, batches recompressed to the target
 codec, indexes rebuilt, each result verified against its original before a crash-safe swap.
-Embedded mode: no Redis, a pool of concurrent conversions in this process. The active (last)
+Embedded mode: no Redis, a worker_threads pool in this process (Ctrl-C stops cleanly). The active (last)
 segment of each partition is left alone unless --include-active. Stop the brokers that own
 these directories first.
 
@@ -89,89 +87,53 @@ export const migrateCommand: Command = {
   },
 };
 
-function skippedActive(path: string, size: number): SegmentReport {
-  return {
-    path,
-    result: 'skipped',
-    reason: 'active-segment',
-    bytesIn: size,
-    bytesOut: size,
-    batchesIn: 0,
-    batchesOut: 0,
-    recordsIn: 0,
-    recordsOut: 0,
-    codecMixIn: {},
-    codecOut: {},
-    oversizeKept: 0,
-    oversizeUpconverted: 0,
-    batchesCopied: 0,
-    truncatedTailBytes: 0,
-    durationMs: 0,
-    throughputMBps: 0,
-  };
-}
-
 /** Migrates every eligible segment under `dirs`; returns 1 when any segment failed. */
 export async function migrateDirs(
   dirs: string[],
   ctx: CommandContext,
   options: MigrateCliOptions,
 ): Promise<number> {
-  const started = performance.now();
-  const work: { path: string; size: number }[] = [];
-  const reports: SegmentReport[] = [];
-  for (const dir of dirs) {
-    const partitions = await findPartitionSegments(dir, { includeActive: options.includeActive });
-    if (partitions.length === 0) throw new UsageError(`no Kafka segments under ${dir}`, 'migrate');
-    for (const p of partitions) {
-      for (const s of p.eligible) work.push({ path: s.path, size: s.size });
-      if (!options.includeActive && p.active) reports.push(skippedActive(p.active.path, p.active.size));
-    }
-  }
   const bar = new ProgressBar(ctx.io.stderr, ctx.io.stderrIsTTY && !options.json && !options.quiet);
-  bar.segmentsTotal = work.length;
-  bar.bytesTotal = work.reduce((n, w) => n + w.size, 0);
-  const inFlight = new Map<string, number>();
-  let finishedBytes = 0;
-  const redraw = () => {
-    let partial = 0;
-    for (const v of inFlight.values()) partial += v;
-    bar.bytesDone = finishedBytes + partial;
-    bar.update();
+  // Ctrl-C stops handing out segments; conversions in flight finish or roll back cleanly.
+  const abort = new AbortController();
+  const onSigint = () => {
+    ctx.err.line('interrupted: finishing the segments in flight (Ctrl-C again to kill)');
+    void ctx.err.flush();
+    abort.abort();
+    process.removeListener('SIGINT', onSigint);
   };
-  let next = 0;
-  const worker = async () => {
-    while (next < work.length) {
-      const w = work[next++];
-      inFlight.set(w.path, 0);
-      const report = await convertSegment(w.path, {
-        codec: options.codec,
-        level: options.level,
-        grouping: options.grouping,
-        maxBatchBytes: options.maxBatchBytes,
-        inPlace: true,
-        backupDir: options.backupDir,
-        onProgress: (done) => {
-          inFlight.set(w.path, done);
-          redraw();
-        },
-      });
-      inFlight.delete(w.path);
-      finishedBytes += w.size;
-      bar.segmentsDone++;
-      if (report.result === 'failed') bar.failed++;
-      redraw();
-      reports.push(report);
-      if (options.json) ctx.out.line(toJsonLine({ type: 'segment', ...report }));
-    }
-  };
-  const concurrency = Math.min(options.concurrency ?? availableParallelism(), Math.max(1, work.length));
-  await Promise.all(Array.from({ length: concurrency }, worker));
-  bar.done();
-  reports.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  const summary = summarize(reports, performance.now() - started);
+  process.on('SIGINT', onSigint);
+  let result: MigrateResult;
+  try {
+    result = await migrate(dirs, {
+      codec: options.codec,
+      level: options.level,
+      grouping: options.grouping,
+      maxBatchBytes: options.maxBatchBytes,
+      backupDir: options.backupDir,
+      includeActive: options.includeActive,
+      concurrency: options.concurrency,
+      signal: abort.signal,
+      onProgress: (p) => {
+        bar.segmentsTotal = p.segmentsTotal;
+        bar.segmentsDone = p.segmentsDone;
+        bar.bytesTotal = p.bytesTotal;
+        bar.bytesDone = p.bytesDone;
+        bar.update();
+      },
+      onSegment: (r) => {
+        if (r.result === 'failed') bar.failed++;
+        if (options.json) ctx.out.line(toJsonLine({ type: 'segment', ...r }));
+      },
+    });
+  } finally {
+    process.removeListener('SIGINT', onSigint);
+    bar.done();
+  }
+  if (result.partitions === 0) throw new UsageError(`no Kafka segments under ${dirs.join(', ')}`, 'migrate');
+  const { reports, summary } = result;
   if (options.json) {
-    ctx.out.line(toJsonLine({ type: 'summary', ...summary }));
+    ctx.out.line(toJsonLine({ type: 'summary', partitions: result.partitions, ...summary }));
   } else {
     if (!options.quiet) ctx.out.line(formatReportTable(reports, summary));
     ctx.out.line(summaryLine(summary, reports));
