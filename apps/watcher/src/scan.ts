@@ -113,7 +113,10 @@ export async function scanRoots(
   let active = 0;
   await new Promise<void>((resolve, reject) => {
     const pump = (): void => {
-      if (pending.length === 0 && active === 0) return resolve();
+      if (pending.length === 0 && active === 0) {
+        resolve();
+        return;
+      }
       while (active < parallelism && pending.length > 0) {
         const item = pending.pop()!;
         active++;

@@ -1,0 +1,132 @@
+import {
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { evaluatePartition, scanRoots } from './scan.js';
+
+const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'seglift-scan-')));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+const seg = (n: number) => `${String(n).padStart(20, '0')}.log`;
+const NOW = Date.parse('2024-06-01T00:00:00Z');
+
+function partition(dir: string, files: Array<[string, number?]>): string {
+  mkdirSync(dir, { recursive: true });
+  for (const [name, ageMs] of files) {
+    const p = join(dir, name);
+    writeFileSync(p, name);
+    const t = (NOW - (ageMs ?? 3_600_000)) / 1000;
+    utimesSync(p, t, t);
+  }
+  return dir;
+}
+
+const live = { requireRolled: true, quietMs: 60_000 };
+const archive = { requireRolled: false, quietMs: 60_000 };
+
+describe('evaluatePartition', () => {
+  const dir = partition(join(tmp, 'eval', 't-0'), [
+    [seg(0)],
+    [seg(100)],
+    [seg(250), 1000],
+    [`${seg(0)}.swap`],
+    [`${seg(100)}.cleaned`],
+    [`${seg(50)}.deleted`],
+    [`${seg(0).replace('.log', '.index')}`],
+    ['leader-epoch-checkpoint'],
+    ['123.log'],
+  ]);
+  const names = [
+    '00000000000000000250.log',
+    '00000000000000000000.log',
+    '00000000000000000100.log',
+    '00000000000000000000.log.swap',
+    '00000000000000000100.log.cleaned',
+    '00000000000000000050.log.deleted',
+    '00000000000000000000.index',
+    'leader-epoch-checkpoint',
+    '123.log',
+  ];
+
+  it('never queues the active (newest) segment nor temp files in a live dir', async () => {
+    const v = await evaluatePartition(dir, names, live, NOW);
+    expect(v.ready.map((r) => r.path)).toEqual([join(dir, seg(0)), join(dir, seg(100))]);
+    expect(v.ready[0].size).toBe(24);
+    expect(v.ready[0].mtimeMs).toBe(NOW - 3_600_000);
+    expect(v.notReady).toBe(1);
+    expect(v.recheckAt).toBeUndefined();
+  });
+
+  it('queues an archive newest segment once quiet for quietMs', async () => {
+    const early = await evaluatePartition(dir, names, archive, NOW);
+    expect(early.ready.map((r) => r.path)).toEqual([join(dir, seg(0)), join(dir, seg(100))]);
+    expect(early.notReady).toBe(1);
+    expect(early.recheckAt).toBe(NOW - 1000 + 60_000 + 1);
+    const later = await evaluatePartition(dir, names, archive, NOW + 59_000);
+    expect(later.ready.map((r) => r.path)).toEqual([
+      join(dir, seg(0)),
+      join(dir, seg(100)),
+      join(dir, seg(250)),
+    ]);
+    expect(later.notReady).toBe(0);
+  });
+
+  it('handles a single segment and an empty dir', async () => {
+    expect((await evaluatePartition(dir, [seg(0)], live, NOW)).ready).toEqual([]);
+    expect(await evaluatePartition(dir, [], live, NOW)).toEqual({ ready: [], notReady: 0 });
+  });
+});
+
+describe('scanRoots', () => {
+  const root = join(tmp, 'scan', 'kafka-logs');
+  const outside = partition(join(tmp, 'scan', 'outside', 'x-0'), [[seg(0)], [seg(10)]]);
+  partition(join(root, 'a-0'), [[seg(0)], [seg(10)], [seg(20)]]);
+  partition(join(root, 'a-1'), [[seg(0)]]);
+  partition(join(root, 'b-0.4b1f2c-delete'), [[seg(0)], [seg(10)]]);
+  partition(join(root, 'b-0.4b1f2c-future'), [[seg(0)], [seg(10)]]);
+  partition(join(root, 'nested', 'c-0'), [[seg(5)], [seg(6)]]);
+  symlinkSync(join(tmp, 'scan', 'outside'), join(root, 'link-out'));
+  symlinkSync(outside, join(root, 'x-0'));
+
+  it('finds ready segments, skipping -delete/-future dirs and never following symlinks', async () => {
+    const r = await scanRoots([root], live, { now: NOW });
+    expect(r.roots).toEqual([root]);
+    expect(r.partitions).toBe(3);
+    expect(r.notReady).toBe(3);
+    expect(r.ready.map((s) => s.path.slice(root.length + 1))).toEqual([
+      `a-0/${seg(0)}`,
+      `a-0/${seg(10)}`,
+      `nested/c-0/${seg(5)}`,
+    ]);
+  });
+
+  it('reports missing roots, dedupes roots given twice, resolves symlinked roots', async () => {
+    symlinkSync(root, join(tmp, 'scan', 'alias'));
+    const r = await scanRoots([join(tmp, 'scan', 'alias'), root, join(tmp, 'nope')], live, { now: NOW });
+    expect(r.roots).toEqual([root]);
+    expect(r.missingRoots).toEqual([join(tmp, 'nope')]);
+    expect(r.ready).toHaveLength(3);
+  });
+
+  it('scans 10,000 partition directories', async () => {
+    const big = join(tmp, 'big');
+    for (let i = 0; i < 10_000; i++) {
+      const d = join(big, `topic-${i}`);
+      mkdirSync(d, { recursive: true });
+      writeFileSync(join(d, seg(0)), '');
+      writeFileSync(join(d, seg(7)), '');
+    }
+    const r = await scanRoots([big], live, { now: NOW });
+    expect(r.partitions).toBe(10_000);
+    expect(r.ready).toHaveLength(10_000);
+    expect(r.notReady).toBe(10_000);
+  });
+});

@@ -1,0 +1,311 @@
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Config, doneMarkerKey, loadConfig, SEGMENT_JOB_NAME, segmentJobId } from '@seglift/config';
+import { CorruptRecordError } from '@seglift/format';
+import { createLogger, createMetrics, metricsSnapshot } from '@seglift/observability';
+import { type Job, Queue, QueueEvents } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  hasRedisServer,
+  NO_REDIS_MESSAGE,
+  startRedis,
+  type TestRedis,
+} from '../../../config/src/test-support/redis.js';
+import { classifyError, toJobError } from './classify.js';
+import type { ConvertFn, ConvertOptions } from './types.js';
+import { createRedis, startWorker, type WorkerHandle } from './worker.js';
+
+if (!hasRedisServer) console.warn(NO_REDIS_MESSAGE);
+
+const seg = (n: number) => `${String(n).padStart(20, '0')}.log`;
+
+describe('classifyError', () => {
+  it('fails format errors at once and retries I/O', () => {
+    expect(classifyError(new CorruptRecordError('bad size'))).toBe('permanent');
+    expect(classifyError({ code: 'VERIFY_MISMATCH' })).toBe('permanent');
+    expect(classifyError({ code: 'PATH_OUTSIDE_ROOTS' })).toBe('permanent');
+    expect(classifyError({ code: 'EACCES' })).toBe('permanent');
+    expect(classifyError({ code: 'EBUSY' })).toBe('transient');
+    expect(classifyError({ code: 'ENOSPC' })).toBe('transient');
+    expect(classifyError({ code: 'IO', cause: { code: 'EROFS' } })).toBe('permanent');
+    expect(classifyError({ code: 'IO', cause: { code: 'EIO' } })).toBe('transient');
+    expect(classifyError(new Error('?'))).toBe('transient');
+  });
+
+  it('carries the typed error JSON in UnrecoverableError', () => {
+    const e = toJobError(new CorruptRecordError('bad size', { file: '/x.log', position: 12, offset: 5n }));
+    expect(e.name).toBe('UnrecoverableError');
+    expect(JSON.parse(e.message)).toEqual({
+      name: 'CorruptRecordError',
+      code: 'CORRUPT_RECORD',
+      message: 'bad size',
+      file: '/x.log',
+      position: 12,
+      offset: '5',
+    });
+  });
+});
+
+describe.skipIf(!hasRedisServer)('worker with a real Redis', () => {
+  let redis: TestRedis;
+  const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'seglift-worker-')));
+  const root = join(tmp, 'root');
+  const outside = join(tmp, 'outside');
+  let queueN = 0;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    mkdirSync(outside, { recursive: true });
+    writeFileSync(join(outside, seg(0)), 'x');
+  });
+  afterAll(async () => {
+    await redis?.stop();
+    rmSync(tmp, { recursive: true, force: true });
+  });
+
+  function setup(files: string[], overrides: Record<string, unknown> = {}) {
+    const name = `q${++queueN}`;
+    const dir = join(root, `${name}-0`);
+    mkdirSync(dir, { recursive: true });
+    for (const f of files) writeFileSync(join(dir, f), `data ${f}`);
+    const config = loadConfig({
+      env: {},
+      flags: {
+        roots: [root],
+        'redis.url': redis.url,
+        'queue.name': name,
+        'worker.concurrency': 2,
+        'worker.attempts': 3,
+        'worker.backoffMs': 50,
+        'log.level': 'silent',
+        ...overrides,
+      },
+    });
+    const conn = createRedis(redis.url);
+    const queue = new Queue(name, { connection: conn, prefix: config.queue.prefix });
+    const events = new QueueEvents(name, { connection: createRedis(redis.url), prefix: config.queue.prefix });
+    return { config, dir, conn, queue, events };
+  }
+
+  async function add(
+    queue: Queue,
+    config: Config,
+    data: unknown,
+    id = `j-${Math.random().toString(36).slice(2)}`,
+  ) {
+    return queue.add(SEGMENT_JOB_NAME, data, {
+      jobId: id,
+      attempts: config.worker.attempts,
+      backoff: { type: 'exponential', delay: config.worker.backoffMs },
+    });
+  }
+
+  async function finished(job: Job, events: QueueEvents): Promise<{ ok: boolean; value: unknown }> {
+    try {
+      return { ok: true, value: await job.waitUntilFinished(events, 20_000) };
+    } catch (err) {
+      return { ok: false, value: (err as Error).message };
+    }
+  }
+
+  const logger = createLogger({ name: 'test', level: 'silent' });
+  const noLeftovers = async () => undefined;
+
+  it('converts, reports progress, marks the result done and records metrics', async () => {
+    const { config, dir, conn, queue, events } = setup([seg(0), seg(10)]);
+    const calls: Array<[string, ConvertOptions]> = [];
+    const convert: ConvertFn = async (p, o) => {
+      calls.push([p, o]);
+      o.onProgress?.(5, 10);
+      writeFileSync(p, 'converted!');
+      return {
+        path: p,
+        result: 'converted',
+        bytesIn: 10,
+        bytesOut: 10,
+        batchesIn: 2,
+        batchesOut: 1,
+        recordsIn: 4,
+        recordsOut: 4,
+      };
+    };
+    const recovered: string[] = [];
+    const metrics = createMetrics();
+    const w = await startWorker({
+      config,
+      logger,
+      metrics,
+      convert,
+      recoverLeftovers: async (d) => void recovered.push(d),
+    });
+    const p = join(dir, seg(0));
+    const st = statSync(p);
+    const job = await add(queue, config, { path: p, size: st.size, mtimeMs: st.mtimeMs });
+    const r = await finished(job, events);
+    expect(r).toEqual({
+      ok: true,
+      value: { path: p, result: 'converted', bytesIn: 10, bytesOut: 10, durationMs: expect.any(Number) },
+    });
+    expect(calls).toHaveLength(1);
+    expect(calls[0][1]).toMatchObject({
+      codec: 'zstd',
+      grouping: 'kafka',
+      maxBatchBytes: 1048588,
+      indexIntervalBytes: 4096,
+      maxDecompressedBatchBytes: 64 * 1024 * 1024,
+      inPlace: true,
+    });
+    expect(calls[0][1].signal).toBeInstanceOf(AbortSignal);
+    expect(recovered).toEqual([dir]);
+    const after = statSync(p);
+    const doneId = segmentJobId({ path: p, size: after.size, mtimeMs: after.mtimeMs });
+    expect(await conn.exists(doneMarkerKey(config, doneId))).toBe(1);
+    expect((await queue.getJob(job.id!))?.progress).toEqual({ bytesDone: 29, bytesTotal: 29 });
+    const snap = await metricsSnapshot(metrics.registry);
+    expect(snap['seglift_segments_total{result="converted"}']).toBe(1);
+    expect(snap['seglift_records_total{direction="in"}']).toBe(4);
+    await w.shutdown();
+    await Promise.all([queue.close(), events.close()]);
+    conn.disconnect();
+  });
+
+  it('fails format errors at once, retries transient ones, rejects bad payloads and paths outside roots', async () => {
+    const { config, dir, conn, queue, events } = setup([seg(0), seg(10), seg(20), seg(30)]);
+    const attempts = new Map<string, number>();
+    const convert: ConvertFn = async (p) => {
+      const n = (attempts.get(p) ?? 0) + 1;
+      attempts.set(p, n);
+      if (p.endsWith(seg(0))) throw new CorruptRecordError('record count -1', { file: p, position: 0 });
+      if (p.endsWith(seg(10)) && n < 3) throw Object.assign(new Error('resource busy'), { code: 'EBUSY' });
+      if (p.endsWith(seg(20))) {
+        return {
+          path: p,
+          result: 'failed',
+          error: { name: 'CrcMismatchError', code: 'CRC_MISMATCH', message: 'crc' },
+          bytesIn: 0,
+          bytesOut: 0,
+        };
+      }
+      return { path: p, result: 'skipped', reason: 'already zstd v2', bytesIn: 9, bytesOut: 9 };
+    };
+    const w = await startWorker({ config, logger, convert, recoverLeftovers: noLeftovers });
+    const data = (f: string) => ({ path: join(dir, f), size: 1, mtimeMs: 1 });
+    const corrupt = await add(queue, config, data(seg(0)));
+    const busy = await add(queue, config, data(seg(10)));
+    const failedReport = await add(queue, config, data(seg(20)));
+    const outsideJob = await add(queue, config, { path: join(outside, seg(0)), size: 1, mtimeMs: 1 });
+    const dotdot = await add(queue, config, { path: `${dir}/../../outside/${seg(0)}`, size: 1, mtimeMs: 1 });
+    const junk = await add(queue, config, { path: 'relative.log', size: -1, extra: true });
+    const active = await add(queue, config, data(seg(30)));
+    const missing = await add(queue, config, data(seg(5)));
+
+    const c = await finished(corrupt, events);
+    expect(c.ok).toBe(false);
+    expect(JSON.parse(String(c.value))).toMatchObject({
+      code: 'CORRUPT_RECORD',
+      message: 'record count -1',
+      position: 0,
+    });
+    expect(attempts.get(join(dir, seg(0)))).toBe(1);
+    expect(await finished(busy, events)).toMatchObject({ ok: true, value: { result: 'skipped' } });
+    expect(attempts.get(join(dir, seg(10)))).toBe(3);
+    const f = await finished(failedReport, events);
+    expect(JSON.parse(String(f.value))).toEqual({
+      name: 'CrcMismatchError',
+      code: 'CRC_MISMATCH',
+      message: 'crc',
+    });
+    expect((await queue.getJob(failedReport.id!))?.attemptsMade).toBe(1);
+    for (const j of [outsideJob, dotdot]) {
+      const r = await finished(j, events);
+      expect(JSON.parse(String(r.value))).toMatchObject({ code: 'PATH_OUTSIDE_ROOTS' });
+    }
+    const jr = await finished(junk, events);
+    expect(JSON.parse(String(jr.value))).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(String(jr.value)).toContain('path: must be an absolute path');
+    expect(String(jr.value)).toContain('Unrecognized key');
+    const ar = await finished(active, events);
+    expect(JSON.parse(String(ar.value))).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringContaining('active segment'),
+    });
+    expect(await finished(missing, events)).toMatchObject({
+      ok: true,
+      value: { result: 'skipped', reason: 'missing' },
+    });
+    expect([...attempts.keys()].sort()).toEqual([join(dir, seg(0)), join(dir, seg(10)), join(dir, seg(20))]);
+    await w.shutdown();
+    await Promise.all([queue.close(), events.close()]);
+    conn.disconnect();
+  });
+
+  it('never runs two conversions in one partition at once, across workers', async () => {
+    const files = Array.from({ length: 7 }, (_, i) => seg(i * 10));
+    const { config, dir, conn, queue, events } = setup(files, { 'worker.concurrency': 3 });
+    let running = 0;
+    let maxRunning = 0;
+    const convert: ConvertFn = async (p) => {
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      await new Promise((r) => setTimeout(r, 60));
+      running--;
+      return { path: p, result: 'converted', bytesIn: 1, bytesOut: 1 };
+    };
+    const workers: WorkerHandle[] = [];
+    for (let i = 0; i < 2; i++) {
+      workers.push(
+        await startWorker({ config, logger, convert, recoverLeftovers: noLeftovers, lockedRetryMs: 20 }),
+      );
+    }
+    const jobs = await Promise.all(
+      files.slice(0, -1).map((f) => add(queue, config, { path: join(dir, f), size: 1, mtimeMs: 1 })),
+    );
+    const results = await Promise.all(jobs.map((j) => finished(j, events)));
+    expect(results.every((r) => r.ok)).toBe(true);
+    expect(maxRunning).toBe(1);
+    for (const j of jobs) expect((await queue.getJob(j.id!))?.attemptsMade).toBe(1);
+    await Promise.all(workers.map((w) => w.shutdown()));
+    await Promise.all([queue.close(), events.close()]);
+    conn.disconnect();
+  });
+
+  it('on shutdown lets a conversion finish within the grace period, aborts and requeues after it', async () => {
+    const { config, dir, conn, queue, events } = setup([seg(0), seg(10), seg(20)]);
+    const seen: string[] = [];
+    const slow: ConvertFn = (p, o) =>
+      new Promise((resolve, reject) => {
+        seen.push(p);
+        const t = setTimeout(
+          () => resolve({ path: p, result: 'converted', bytesIn: 1, bytesOut: 1 }),
+          p === join(dir, seg(0)) ? 300 : 60_000,
+        );
+        o.signal?.addEventListener('abort', () => {
+          clearTimeout(t);
+          reject(Object.assign(new Error('aborted'), { name: 'AbortError' }));
+        });
+      });
+    const w = await startWorker({ config, logger, convert: slow, recoverLeftovers: noLeftovers });
+    const quick = await add(queue, config, { path: join(dir, seg(0)), size: 1, mtimeMs: 1 });
+    // Another partition: the partition lock would otherwise serialize the two.
+    const dir2 = `${dir}b`;
+    mkdirSync(dir2);
+    for (const f of [seg(0), seg(10)]) writeFileSync(join(dir2, f), 'x');
+    const long = await add(queue, config, { path: join(dir2, seg(0)), size: 1, mtimeMs: 1 });
+    while (seen.length < 2) await new Promise((r) => setTimeout(r, 20));
+    const t0 = Date.now();
+    await w.shutdown(1000);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
+    expect(Date.now() - t0).toBeLessThan(5000);
+    expect(await quick.getState()).toBe('completed');
+    // Requeued without using an attempt; another worker finishes it.
+    expect(['delayed', 'waiting', 'wait']).toContain(await queue.getJobState(long.id!));
+    const fast: ConvertFn = async (p) => ({ path: p, result: 'converted', bytesIn: 1, bytesOut: 1 });
+    const w2 = await startWorker({ config, logger, convert: fast, recoverLeftovers: noLeftovers });
+    expect(await finished(long, events)).toMatchObject({ ok: true });
+    expect((await queue.getJob(long.id!))?.attemptsMade).toBe(1);
+    await w2.shutdown();
+    await Promise.all([queue.close(), events.close()]);
+    conn.disconnect();
+  });
+});
