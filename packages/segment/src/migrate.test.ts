@@ -1,0 +1,68 @@
+import { readFile, utimes } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { type MigrateProgress, migrate, workerScriptPath } from './migrate.js';
+import { mixedSegment, tmpDir, v2Batch, writeSegment } from './test-support/fixtures.js';
+import { independentRecords } from './test-support/independent.js';
+
+const OLD = new Date('2017-05-06T07:08:09.000Z');
+
+async function cluster() {
+  const root = await tmpDir();
+  const expected = new Map<string, Awaited<ReturnType<typeof independentRecords>>>();
+  for (const [partition, bases] of [
+    ['orders-0', [0n, 1000n, 5000n]],
+    ['orders-1', [0n, 2000n]],
+    ['audit-0', [0n]],
+  ] as const) {
+    for (const base of bases) {
+      const seg = mixedSegment(base, Number(base) + partition.length);
+      const log = await writeSegment(path.join(root, 'logdir'), seg.bytes, base, partition);
+      await utimes(log, OLD, OLD);
+      expected.set(log, await independentRecords(seg.bytes));
+    }
+  }
+  // One segment already converted: skipped.
+  const done = await writeSegment(
+    path.join(root, 'logdir'),
+    v2Batch(0n, [Buffer.from('z')], 4),
+    0n,
+    'done-0',
+  );
+  await writeSegment(path.join(root, 'logdir'), v2Batch(9n, [Buffer.from('z')], 0), 9n, 'done-0');
+  return { root, expected, done };
+}
+
+async function check(mode: 'threads' | 'inline') {
+  const { root, expected, done } = await cluster();
+  const progress: MigrateProgress[] = [];
+  const res = await migrate([path.join(root, 'logdir')], {
+    codec: 'zstd',
+    mode,
+    concurrency: 3,
+    onProgress: (p) => progress.push(p),
+  });
+  expect(res.mode).toBe(mode);
+  expect(res.partitions).toBe(4);
+  expect(res.summary).toMatchObject({ segments: 8, converted: 3, skipped: 5, failed: 0 });
+  const byPath = new Map(res.reports.map((r) => [r.path, r]));
+  expect(byPath.get(done)?.reason).toBe('already-target-codec');
+  for (const [log, records] of expected) {
+    const r = byPath.get(log)!;
+    const active = r.reason === 'active-segment';
+    expect(r.result).toBe(active ? 'skipped' : 'converted');
+    if (!active) expect(await independentRecords(await readFile(log))).toEqual(records);
+  }
+  const last = progress.at(-1)!;
+  expect(last.segmentsDone).toBe(4);
+  expect(last.bytesDone).toBe(last.bytesTotal);
+}
+
+describe('migrate', () => {
+  it('in process: converts every non-active segment, skips active and already-converted ones', async () => {
+    await check('inline');
+  });
+  it.skipIf(!workerScriptPath())('worker_threads pool from dist (run `pnpm build` first)', async () => {
+    await check('threads');
+  });
+});
