@@ -75,6 +75,10 @@ function toInt64(n: number | bigint): bigint {
   return n;
 }
 
+function eofIn(what: string, position: number): CorruptRecordError {
+  return new CorruptRecordError(`unexpected end of data in ${what}`, { position });
+}
+
 /** A cursor over a Uint8Array reading Kafka's big-endian integers and varints. */
 export class ByteReader {
   readonly buf: Uint8Array;
@@ -83,6 +87,8 @@ export class ByteReader {
   /** End (exclusive) of the readable range. */
   readonly end: number;
   private readonly view: DataView;
+  private readonly ab: ArrayBufferLike;
+  private readonly base: number;
 
   constructor(buf: Uint8Array, pos = 0, end = buf.length) {
     if (pos < 0 || end > buf.length || pos > end) {
@@ -92,6 +98,8 @@ export class ByteReader {
     this.pos = pos;
     this.end = end;
     this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    this.ab = buf.buffer;
+    this.base = buf.byteOffset;
   }
 
   get remaining(): number {
@@ -142,11 +150,31 @@ export class ByteReader {
 
   /** Zigzag varint (int32), at most 5 bytes. */
   varint(): number {
-    return zigzagDecode32(this.unsignedVarint());
+    const pos = this.pos;
+    if (pos < this.end) {
+      const b = this.buf[pos];
+      if (b < 0x80) {
+        this.pos = pos + 1;
+        return (b >>> 1) ^ -(b & 1);
+      }
+    }
+    return zigzagDecode32(this.unsignedVarintSlow());
   }
 
   /** Unsigned varint as Kafka's ByteUtils.readUnsignedVarint: an int32 (5-byte -1 gives -1). */
   unsignedVarint(): number {
+    const pos = this.pos;
+    if (pos < this.end) {
+      const b = this.buf[pos];
+      if (b < 0x80) {
+        this.pos = pos + 1;
+        return b;
+      }
+    }
+    return this.unsignedVarintSlow();
+  }
+
+  private unsignedVarintSlow(): number {
     const buf = this.buf;
     const end = this.end;
     const start = this.pos;
@@ -154,9 +182,7 @@ export class ByteReader {
     let value = 0;
     let shift = 0;
     for (;;) {
-      if (pos >= end) {
-        throw new CorruptRecordError('unexpected end of data in varint', { position: start });
-      }
+      if (pos >= end) throw eofIn('varint', start);
       const b = buf[pos++];
       if ((b & 0x80) === 0) {
         value |= b << shift;
@@ -208,13 +234,14 @@ export class ByteReader {
     return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
   }
 
-  /** `n` bytes as a view into the underlying buffer (no copy). */
+  /** `n` bytes as a plain Uint8Array view into the underlying buffer (no copy). */
   bytes(n: number): Uint8Array {
     if (n < 0) throw new CorruptRecordError(`negative length ${n}`, { position: this.pos });
     this.need(n, `${n} bytes`);
     const start = this.pos;
     this.pos += n;
-    return this.buf.subarray(start, start + n);
+    // A plain Uint8Array view: cheaper than subarray (no species lookup), never a Buffer.
+    return new Uint8Array(this.ab, this.base + start, n);
   }
 
   /** Varint length then bytes; length -1 means null, other negative lengths are corrupt. */
@@ -230,7 +257,7 @@ export class ByteReader {
     }
     const start = this.pos;
     this.pos += n;
-    return this.buf.subarray(start, start + n);
+    return new Uint8Array(this.ab, this.base + start, n);
   }
 
   skip(n: number): void {
@@ -324,6 +351,7 @@ export class ByteWriter {
   }
 
   varlong(v: number | bigint): this {
+    if (typeof v === 'number' && (v | 0) === v) return this.unsignedVarint(zigzagEncode32(v));
     this.ensure(10);
     const buf = this.buf;
     let pos = this.pos;

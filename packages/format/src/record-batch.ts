@@ -1,4 +1,4 @@
-import { ByteReader, ByteWriter } from './bytes.js';
+import { ByteReader, ByteWriter, sizeOfVarint } from './bytes.js';
 import { compress, DEFAULT_MAX_DECOMPRESSED_BATCH_BYTES, decompress } from './codecs/index.js';
 import { crc32c } from './crc.js';
 import {
@@ -9,7 +9,7 @@ import {
   TruncatedDataError,
   UnsupportedFormatError,
 } from './errors.js';
-import { readRecord, sizeOfRecord, writeRecord } from './record.js';
+import { readRecord, sizeOfRecordBody, writeRecordAt } from './record.js';
 import type { Record, TimestampType } from './types.js';
 
 /**
@@ -303,17 +303,34 @@ export function encodeRecordBatch(
   opts: EncodeOptions = {},
 ): Uint8Array {
   if (codecId === 0) {
-    // Uncompressed: write header and records into one buffer.
-    let size = RECORD_BATCH_OVERHEAD;
-    for (let i = 0; i < records.length; i++) size += sizeOfRecord(records[i]);
-    const w = new ByteWriter(size);
+    const out = writeRecords(records, RECORD_BATCH_OVERHEAD);
+    const w = new ByteWriter(RECORD_BATCH_OVERHEAD);
     writeHeaderFields(w, fields, 0, records.length);
-    for (let i = 0; i < records.length; i++) writeRecord(w, records[i]);
-    return sealBatch(w.finish());
+    out.set(w.finish(), 0);
+    return sealBatch(out);
   }
-  const w = new ByteWriter(4096);
-  for (let i = 0; i < records.length; i++) writeRecord(w, records[i]);
-  return encodeRecordBatchFromPayload(fields, records.length, w.finish(), codecId, opts);
+  return encodeRecordBatchFromPayload(fields, records.length, writeRecords(records, 0), codecId, opts);
+}
+
+/**
+ * The records' bytes after `headroom` reserved bytes, in one exactly sized buffer: every size is
+ * computed first, so the hot loop neither grows nor bounds-checks.
+ */
+function writeRecords(records: readonly Record[], headroom: number): Uint8Array {
+  const bodies = new Int32Array(records.length);
+  let size = headroom;
+  for (let i = 0; i < records.length; i++) {
+    const body = sizeOfRecordBody(records[i]);
+    bodies[i] = body;
+    size += sizeOfVarint(body) + body;
+  }
+  // Not zero-filled: every byte after the headroom is written below (checked), the headroom by the caller.
+  const ab = Buffer.allocUnsafeSlow(size);
+  const out = new Uint8Array(ab.buffer, ab.byteOffset, size);
+  let pos = headroom;
+  for (let i = 0; i < records.length; i++) pos = writeRecordAt(out, pos, records[i], bodies[i]);
+  if (pos !== size) throw new InvalidArgumentError(`record encoding wrote ${pos} bytes, sized ${size}`);
+  return out;
 }
 
 /** Builds a batch around already-encoded record bytes, compressing them with `codecId`. */
