@@ -1,4 +1,4 @@
-import { type ByteReader, ByteWriter, sizeOfVarint, sizeOfVarlong } from './bytes.js';
+import { ByteReader, ByteWriter, sizeOfVarint, sizeOfVarlong } from './bytes.js';
 import { CorruptRecordError, InvalidArgumentError } from './errors.js';
 import type { Record, RecordHeader } from './types.js';
 
@@ -160,4 +160,24 @@ function putNullableBytes(buf: Uint8Array, pos: number, b: Uint8Array | null): n
     buf.set(b, pos);
   }
   return pos + n;
+}
+
+/** One record as bytes (length varint included). */
+export function encodeRecord(record: Record): Uint8Array {
+  const body = sizeOfRecordBody(record);
+  const out = new Uint8Array(sizeOfVarint(body) + body);
+  const end = writeRecordAt(out, 0, record, body);
+  if (end !== out.length)
+    throw new InvalidArgumentError(`record encoding wrote ${end} bytes, sized ${out.length}`);
+  return out;
+}
+
+/** Decodes exactly one record filling `bytes` (length varint included). */
+export function decodeRecord(bytes: Uint8Array): Record {
+  const reader = new ByteReader(bytes);
+  const record = readRecord(reader);
+  if (reader.remaining !== 0) {
+    throw new CorruptRecordError(`${reader.remaining} bytes left after the record`, { position: reader.pos });
+  }
+  return record;
 }
