@@ -1221,3 +1221,11 @@ describe('real broker segments (../shared/fixtures/real)', () => {
     },
   );
 });
+
+describe('corrupt counts', () => {
+  it('a huge count in a small batch fails fast with a CorruptRecordError', () => {
+    const b = encodeRecordBatch(baseFields(), makeRecords(2), 0).slice();
+    new DataView(b.buffer).setInt32(57, 0x7fffffff);
+    expect(() => decodeRecords(b)).toThrow(/record stream ended after 2 of 2147483647 records/);
+  });
+});

@@ -251,7 +251,8 @@ function checkNoneRemaining(reader: ByteReader, count: number): void {
 /** Decodes every record of a v2 batch (no CRC check; call checkRecordBatchCrc for that). */
 export function decodeRecords(batch: Uint8Array, opts: DecodeOptions = {}): Record[] {
   const { header, count, compressed, reader } = openRecords(batch, opts);
-  const records: Record[] = new Array(count);
+  // A record takes at least 7 bytes: a corrupt huge count must not size the array.
+  const records: Record[] = new Array(Math.min(count, Math.ceil(reader.remaining / 7)));
   try {
     for (let i = 0; i < count; i++) {
       if (reader.remaining === 0) {
