@@ -96,21 +96,17 @@ class SegmentWriter {
 
   async flush(): Promise<void> {
     if (this.pending.length === 0) return;
-    let bufs = this.pending;
-    let pos = this.filePos;
+    // One contiguous write: writev with tens of thousands of small batches hits IOV_MAX and
+    // partial writes; a single memcpy into one buffer is cheaper.
+    const buf = Buffer.concat(this.pending, this.pendingBytes);
     this.pending = [];
-    this.filePos += this.pendingBytes;
     this.pendingBytes = 0;
-    while (bufs.length > 0) {
-      let { bytesWritten } = await this.fh.writev(bufs, pos);
-      pos += bytesWritten;
-      // Short writes: drop what was written and retry the rest.
-      while (bufs.length > 0 && bytesWritten >= bufs[0].length) {
-        bytesWritten -= bufs[0].length;
-        bufs = bufs.slice(1);
-      }
-      if (bytesWritten > 0) bufs = [bufs[0].subarray(bytesWritten), ...bufs.slice(1)];
+    let off = 0;
+    while (off < buf.length) {
+      const { bytesWritten } = await this.fh.write(buf, off, buf.length - off, this.filePos + off);
+      off += bytesWritten;
     }
+    this.filePos += buf.length;
   }
 }
 
