@@ -1,8 +1,8 @@
-import type { Config, SegmentJobData } from '@seglift/config';
+import { type Config, SEGMENT_JOB_NAME, type SegmentJobData, segmentJobId } from '@seglift/config';
 import type { Logger } from '@seglift/observability';
 import { Job, type Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { enqueueSegments } from './queue.js';
+import { enqueueSegments, jobOptions } from './queue.js';
 import { scanRoots } from './scan.js';
 
 export interface RunOnceOptions {
@@ -65,6 +65,8 @@ export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
   });
 
   const pending = new Map(enq.jobIds.map((j) => [j.id, j.path]));
+  const byId = new Map(scan.ready.map((r) => [segmentJobId(r), r]));
+  const readded = new Map<string, number>();
   const pollMs = options.pollMs ?? 500;
   let lastLog = Date.now();
   while (pending.size > 0) {
@@ -79,9 +81,22 @@ export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
         pending.delete(id);
         result.failed.push({ id, path, reason: job?.failedReason ?? 'unknown' });
       } else if (state === 'unknown') {
-        // Removed (e.g. by an operator): nothing to wait for, and not a success.
-        pending.delete(id);
-        result.failed.push({ id, path, reason: 'job disappeared from the queue' });
+        // Gone: Redis restarted without persistence (or an operator removed it). Queue it again
+        // under the same id; if the segment was converted meanwhile the worker reports skipped.
+        const n = (readded.get(id) ?? 0) + 1;
+        readded.set(id, n);
+        const seg = byId.get(id);
+        if (n > 5 || seg === undefined) {
+          pending.delete(id);
+          result.failed.push({ id, path, reason: 'job disappeared from the queue' });
+        } else {
+          logger?.warn({ jobId: id, segment: path }, 'job vanished from the queue; queueing it again');
+          await queue.add(
+            SEGMENT_JOB_NAME,
+            { path: seg.path, size: seg.size, mtimeMs: seg.mtimeMs },
+            jobOptions(config, id),
+          );
+        }
       }
     });
     if (pending.size === 0) break;

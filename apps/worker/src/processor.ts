@@ -136,20 +136,26 @@ export function createProcessor(deps: ProcessorDeps) {
           job.updateProgress({ bytesDone, bytesTotal: bytesTotal ?? size }).catch(() => {});
         },
       };
-      let report: SegmentReportLike;
-      try {
-        report = await deps.convert(logPath, options);
-      } catch (err) {
+      const requeueIfShuttingDown = async (): Promise<void> => {
         if (abort.signal.aborted && deps.shutdown?.aborted && !lock.lost.aborted) {
-          // Shutting down: hand the job back at once, without using an attempt.
+          // Shutting down: hand the job back at once, without using an attempt. The pipeline
+          // has removed its temp files; recoverLeftovers cleans anything else next time.
           log.warn('conversion aborted for shutdown; job requeued');
           await job.moveToDelayed(Date.now(), token);
           throw new DelayedError();
         }
+      };
+      let report: SegmentReportLike;
+      try {
+        report = await deps.convert(logPath, options);
+      } catch (err) {
+        await requeueIfShuttingDown();
         deps.metrics?.errors.inc({ code: String((err as { code?: unknown })?.code ?? 'UNKNOWN') });
         log.warn({ err }, 'conversion failed');
         throw toJobError(err);
       }
+      // convertSegment reports failures (an abort included) instead of throwing.
+      if (report.result === 'failed') await requeueIfShuttingDown();
       if (deps.metrics)
         recordSegmentReport(deps.metrics, metricsView(report, config.codec, Date.now() - started));
       if (report.result === 'failed') {

@@ -1,0 +1,213 @@
+/**
+ * End to end over the built dist (run `pnpm build` first): seglift-watcher --once --wait and
+ * seglift-worker processes on a real Redis, the real @seglift/segment pipeline, generated segments.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { verifySegment } from '@seglift/segment';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  hasRedisServer,
+  NO_REDIS_MESSAGE,
+  startRedis,
+  type TestRedis,
+} from '../../../config/src/test-support/redis.js';
+import { type GeneratedSegment, generateLogDir, segmentDigest } from './test-support/segments.js';
+
+const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
+const WORKER = join(repoRoot, 'apps/worker/dist/main.js');
+const WATCHER = join(repoRoot, 'apps/watcher/dist/main.js');
+const built = [WORKER, WATCHER, join(repoRoot, 'packages/segment/dist/index.js')].every(existsSync);
+if (!hasRedisServer) console.warn(NO_REDIS_MESSAGE);
+
+interface Proc {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+function run(script: string, args: string[], env: Record<string, string>): Proc {
+  const child = spawn(process.execPath, [script, ...args], {
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (d) => {
+    out += String(d);
+  });
+  child.stderr?.on('data', (d) => {
+    out += String(d);
+  });
+  const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
+  return { child, output: () => out, exited };
+}
+
+const sha = (p: string) => createHash('sha256').update(readFileSync(p)).digest('hex');
+const LEFTOVER = /\.(swap|cleaned|seglift-tmp|seglift-swap)$|\.seglift\.lock$/;
+
+function leftovers(root: string): string[] {
+  const found: string[] = [];
+  for (const d of readdirSync(root))
+    for (const f of readdirSync(join(root, d))) if (LEFTOVER.test(f)) found.push(`${d}/${f}`);
+  return found;
+}
+
+async function until(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe.skipIf(!hasRedisServer)('distributed mode end to end', () => {
+  let redis: TestRedis;
+  const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'seglift-e2e-')));
+  const procs: Proc[] = [];
+
+  beforeAll(async () => {
+    if (!built) throw new Error('dist missing: run `pnpm build` before the end-to-end tests');
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    for (const p of procs) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+    await redis?.stop();
+    rmSync(tmp, { recursive: true, force: true });
+  });
+
+  const envFor = (root: string, queue: string): Record<string, string> => ({
+    SEGLIFT_ROOTS: root,
+    SEGLIFT_REDIS_URL: redis.url,
+    SEGLIFT_QUEUE_NAME: queue,
+    SEGLIFT_CODEC: 'zstd',
+    SEGLIFT_WORKER_CONCURRENCY: '2',
+    SEGLIFT_WORKER_LOCK_DURATION_MS: '2000',
+    SEGLIFT_WORKER_STALLED_INTERVAL_MS: '1000',
+    SEGLIFT_WORKER_BACKOFF_MS: '200',
+    SEGLIFT_WORKER_SHUTDOWN_GRACE_MS: '5000',
+    SEGLIFT_METRICS_PORT: '0',
+    SEGLIFT_METRICS_HOST: '127.0.0.1',
+    SEGLIFT_LOG_LEVEL: 'info',
+  });
+  const worker = (env: Record<string, string>) => {
+    const p = run(WORKER, [], env);
+    procs.push(p);
+    return p;
+  };
+  const stopWorker = async (p: Proc) => {
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+  };
+
+  async function checkConverted(
+    segments: GeneratedSegment[],
+    before: Map<string, { digest: string; sha: string }>,
+  ) {
+    for (const s of segments) {
+      const d = await segmentDigest(s.path);
+      const orig = before.get(s.path)!;
+      expect(d.records, s.path).toBe(s.records);
+      expect(d.digest, s.path).toBe(orig.digest);
+      if (s.active) {
+        expect(sha(s.path), `active ${s.path} untouched`).toBe(orig.sha);
+        continue;
+      }
+      expect(d.formats, s.path).toEqual(['v2/4']);
+      const v = await verifySegment(s.path);
+      expect({ path: s.path, ok: v.ok, problems: v.problems }).toEqual({
+        path: s.path,
+        ok: true,
+        problems: [],
+      });
+    }
+  }
+
+  async function snapshot(segments: GeneratedSegment[]) {
+    const m = new Map<string, { digest: string; sha: string }>();
+    for (const s of segments)
+      m.set(s.path, { digest: (await segmentDigest(s.path)).digest, sha: sha(s.path) });
+    return m;
+  }
+
+  it('watcher --once --wait with two workers converts 54 mixed segments exactly once; a second run converts nothing', async () => {
+    const root = join(tmp, 'logs-a');
+    const segments = generateLogDir(root, { topic: 'orders', partitions: 6, perPartition: 9, records: 60 });
+    expect(segments.filter((s) => !s.active)).toHaveLength(54);
+    const before = await snapshot(segments);
+    const env = envFor(root, 'e2e-a');
+    const workers = [worker(env), worker(env)];
+    const watcher = run(WATCHER, ['--once', '--wait'], env);
+    expect(await watcher.exited, watcher.output()).toBe(0);
+    const summary = watcher.output();
+    expect(summary).toMatch(/"queued":54/);
+    expect(summary).toMatch(/"succeeded":54/);
+    await checkConverted(segments, before);
+    expect(leftovers(root)).toEqual([]);
+
+    // Each segment converted by exactly one job, spread over both workers.
+    const logs = workers.map((w) => w.output());
+    const converted = logs.flatMap((l) =>
+      [...l.matchAll(/"segment":"([^"]+)".*"result":"converted"/g)].map((m) => m[1]),
+    );
+    expect(converted.sort()).toEqual(
+      segments
+        .filter((s) => !s.active)
+        .map((s) => s.path)
+        .sort(),
+    );
+    expect(logs.every((l) => l.includes('"result":"converted"'))).toBe(true);
+
+    const after = new Map(segments.map((s) => [s.path, sha(s.path)]));
+    const again = run(WATCHER, ['--once', '--wait'], env);
+    expect(await again.exited, again.output()).toBe(0);
+    expect(again.output()).toMatch(/"queued":0/);
+    expect(again.output()).toMatch(/"alreadyDone":54/);
+    for (const s of segments) expect(sha(s.path)).toBe(after.get(s.path));
+    await Promise.all(workers.map(stopWorker));
+  });
+
+  it('survives kill -9 of a worker mid-conversion and a Redis restart', async () => {
+    const root = join(tmp, 'logs-b');
+    // Bigger segments so that a conversion is still running when the worker is killed.
+    const segments = generateLogDir(root, {
+      topic: 'big',
+      partitions: 4,
+      perPartition: 3,
+      records: 40_000,
+      valueBytes: 150,
+    });
+    const before = await snapshot(segments);
+    const env = envFor(root, 'e2e-b');
+    const w1 = worker({ ...env, SEGLIFT_WORKER_CONCURRENCY: '1' });
+    const watcher = run(WATCHER, ['--once', '--wait'], env);
+    // A conversion is under way once its temp files exist.
+    await until(
+      () => readdirSync(root).some((d) => readdirSync(join(root, d)).some((f) => f.endsWith('.seglift-tmp'))),
+      30_000,
+      'a conversion to start',
+    );
+    w1.child.kill('SIGKILL');
+    await w1.exited;
+    expect(leftovers(root).length).toBeGreaterThan(0);
+    const w2 = worker(env);
+    const w3 = worker(env);
+    // Restart Redis (no persistence: the queue is lost) once some segments are done.
+    await until(
+      () => (w2.output() + w3.output()).includes('"result":"converted"'),
+      60_000,
+      'a conversion after the kill',
+    );
+    await redis.restart({ downMs: 300 });
+    expect(await watcher.exited, watcher.output()).toBe(0);
+    expect(watcher.output()).toMatch(/"succeeded":12/);
+    await checkConverted(segments, before);
+    expect(leftovers(root)).toEqual([]);
+    for (const s of segments)
+      if (!s.active) expect(statSync(s.path).size).toBeLessThan(statSync(s.path).size + 1);
+    await Promise.all([w2, w3].map(stopWorker));
+  }, 110_000);
+});
