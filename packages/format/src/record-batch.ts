@@ -248,6 +248,24 @@ function checkNoneRemaining(reader: ByteReader, count: number): void {
   }
 }
 
+/**
+ * Checks that decompressed record bytes hold exactly `count` well-formed records (the same strict
+ * rules as decodeRecords) without keeping them. Positions in errors are inside `payload`.
+ */
+export function checkRecordsPayload(payload: Uint8Array, count: number): void {
+  if (count < 0) throw new CorruptRecordError(`negative record count ${count}`, { position: 0 });
+  const reader = new ByteReader(plain(payload));
+  for (let i = 0; i < count; i++) {
+    if (reader.remaining === 0) {
+      throw new CorruptRecordError(`record stream ended after ${i} of ${count} records`, {
+        position: reader.pos,
+      });
+    }
+    readRecord(reader);
+  }
+  checkNoneRemaining(reader, count);
+}
+
 /** Decodes every record of a v2 batch (no CRC check; call checkRecordBatchCrc for that). */
 export function decodeRecords(batch: Uint8Array, opts: DecodeOptions = {}): Record[] {
   const { header, count, compressed, reader } = openRecords(batch, opts);
@@ -378,7 +396,14 @@ function sealBatch(batch: Uint8Array): Uint8Array {
   return batch;
 }
 
-export interface RecompressOptions extends EncodeOptions, DecodeOptions {}
+export interface RecompressOptions extends EncodeOptions, DecodeOptions {
+  /**
+   * Called with the decompressed record bytes before they are recompressed: the segment pipeline
+   * takes a digest of them so verify-before-swap can compare the rewrite against the source
+   * without decompressing the source a second time.
+   */
+  onPayload?: (payload: Uint8Array) => void;
+}
 
 /**
  * Recompresses a batch's record bytes with `codecId` without re-encoding the records: every header
@@ -401,6 +426,7 @@ export function recompressRecordBatch(
     });
   }
   const payload = payloadOf(header, bytes, opts);
+  opts.onPayload?.(payload);
   return encodeRecordBatchFromPayload(header, header.recordsCount, payload, codecId, opts);
 }
 

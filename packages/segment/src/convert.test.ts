@@ -261,6 +261,43 @@ describe('convertSegment', () => {
     }
   });
 
+  it('verify compares a recompressed batch with the digest of its source records (no second gunzip)', async () => {
+    // Two gzip batches -> zstd. The hook swaps the second written batch for one with the same
+    // header and a valid CRC whose records differ in one value byte: only the record comparison
+    // can see it.
+    const values = (n: number, b: number) =>
+      Array.from({ length: n }, (_, i) => Buffer.from(`value-${b}-${i}`));
+    const seg = Buffer.concat([v2Batch(0n, values(5, 0), 1), v2Batch(5n, values(5, 1), 1)]);
+    const { log, pdir } = await setup(seg);
+    const before = await sha256(log);
+    const r = await convertSegment(log, {
+      codec: 'zstd',
+      inPlace: true,
+      testHooks: {
+        beforeVerify: async (f) => {
+          const b = await readFile(f.log);
+          const second = shallowEntries(b)[1];
+          const forged = Buffer.from(
+            v2Batch(
+              5n,
+              values(5, 1).map((v, i) => (i === 2 ? Buffer.from('value-1-X') : v)),
+              4,
+            ),
+          );
+          await writeFile(f.log, Buffer.concat([b.subarray(0, second.position), forged]));
+        },
+      },
+    });
+    expect(r.result).toBe('failed');
+    expect(r.error).toMatchObject({ code: 'VERIFY_MISMATCH', field: 'records', offset: '5' });
+    expect(await sha256(log)).toBe(before);
+    expect(await ls(pdir)).toEqual(['00000000000000000000.log']);
+    // Without tampering the same segment converts and verifies.
+    const ok = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    expect(ok.result).toBe('converted');
+    expect((await verifySegment(log)).ok).toBe(true);
+  });
+
   it('a v2 batch that grows past maxBatchBytes when recompressed keeps its bytes', async () => {
     const big = v2Batch(0n, [Buffer.alloc(3000, 1)], 4);
     const seg = Buffer.concat([big, v2Batch(1n, [Buffer.from('x')], 0)]);

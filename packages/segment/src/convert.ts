@@ -12,6 +12,7 @@ import {
   SegmentIndexBuilder,
 } from '@seglift/format';
 import { DEFAULT_MAX_BATCH_BYTES, type Grouping, Upconverter } from '@seglift/legacy';
+import { PayloadDigests } from './digests.js';
 import { codecIdOf, codecLabel, inspectEntry, withEntryContext } from './entry.js';
 import { SegmentIoError } from './errors.js';
 import { fsyncDir, fsyncPath, removeIfExists, renameSynced, writeFileSynced } from './fs-util.js';
@@ -204,7 +205,8 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
       timeindex: tmpPath(dest, '.timeindex'),
     };
 
-    await writeConverted(src.log, tmp, src.baseOffset, codec, options, report);
+    const digests = new PayloadDigests();
+    await writeConverted(src.log, tmp, src.baseOffset, codec, options, report, digests);
     // The new files carry the original .log mtime from birth (ref §6.7: retention falls back to it).
     for (const f of Object.values(tmp)) {
       await utimes(f, new Date(), new Date(mtimeMs));
@@ -221,6 +223,7 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
       maxEntryBytes: options.maxEntryBytes,
       acceptTruncatedTail: options.acceptTruncatedTail,
       signal: options.signal,
+      digests,
     });
     if (options.testHooks?.crashAfter === 'verify') throw new SimulatedCrash('verify');
     options.signal?.throwIfAborted();
@@ -288,6 +291,7 @@ async function writeConverted(
   codec: number,
   options: ConvertOptions,
   report: SegmentReport,
+  digests: PayloadDigests,
 ): Promise<void> {
   const maxBatchBytes = options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES;
   const level = options.level;
@@ -340,6 +344,8 @@ async function writeConverted(
             const out = recompressRecordBatch(entry.bytes, codec, {
               level,
               maxDecompressedBytes: options.maxDecompressedBatchBytes,
+              // Uncompressed sources are cheap to decode again; compressed ones get a digest.
+              onPayload: info.codec === 0 ? undefined : (payload) => digests.add(entry.position, payload),
             });
             if (out.length > maxBatchBytes) {
               report.oversizeKept++;

@@ -1,14 +1,18 @@
 import { readFile } from 'node:fs/promises';
 import {
   CorruptRecordError,
+  checkRecordsPayload,
+  crc32c,
   type LogicalRecord,
   logicalRecordsEqual,
   logicalRecordsOfBatch,
   type RecordBatchHeader,
+  recordsPayload,
   SegliftError,
   SegmentIndexBuilder,
 } from '@seglift/format';
 import { logicalRecordsOfLegacyEntry } from '@seglift/legacy';
+import type { PayloadDigests } from './digests.js';
 import { type EntryInfo, inspectEntry, withEntryContext } from './entry.js';
 import { VerifyMismatchError } from './errors.js';
 import { exists } from './fs-util.js';
@@ -16,11 +20,15 @@ import { IndexChecker, type IndexProblem } from './index-check.js';
 import { segmentPaths } from './names.js';
 import { readSegmentEntries } from './reader.js';
 
-/** The records of one shallow entry; `header` only for v2 batches. */
+/**
+ * One shallow entry. `records` is decoded on first use: a source batch that has a payload digest
+ * from convert is never decoded, and neither is the rewritten batch it is checked against.
+ */
 interface Unit {
   position: number;
   header?: RecordBatchHeader;
-  records: LogicalRecord[];
+  bytes: Uint8Array;
+  records(): LogicalRecord[];
 }
 
 interface UnitOptions {
@@ -45,19 +53,25 @@ async function* units(file: string, opts: UnitOptions): AsyncGenerator<Unit, voi
         offset: info.offset,
       });
     }
-    try {
-      if (entry.magic === 2) {
-        yield {
-          position: entry.position,
-          header: info.header,
-          records: [...logicalRecordsOfBatch(entry.bytes, decode)],
-        };
-      } else {
-        yield { position: entry.position, records: logicalRecordsOfLegacyEntry(entry.bytes, decode) };
-      }
-    } catch (err) {
-      throw withEntryContext(err, file, entry);
-    }
+    let records: LogicalRecord[] | undefined;
+    yield {
+      position: entry.position,
+      header: info.header,
+      bytes: entry.bytes,
+      records: () => {
+        if (records === undefined) {
+          try {
+            records =
+              entry.magic === 2
+                ? [...logicalRecordsOfBatch(entry.bytes, decode)]
+                : logicalRecordsOfLegacyEntry(entry.bytes, decode);
+          } catch (err) {
+            throw withEntryContext(err, file, entry);
+          }
+        }
+        return records;
+      },
+    };
   }
 }
 
@@ -92,6 +106,8 @@ export interface VerifyRewriteOptions {
   maxEntryBytes?: number;
   acceptTruncatedTail?: boolean;
   signal?: AbortSignal;
+  /** Digests of recompressed source payloads taken by convert (see digests.ts). */
+  digests?: PayloadDigests;
 }
 
 /**
@@ -128,6 +144,7 @@ export async function verifyRewrite(
     new VerifyMismatchError(field, detail, { file: out.log, position, offset });
 
   let o: Unit | null = null;
+  let oRecords: LogicalRecord[] = [];
   let j = 0;
   const nextOut = async (): Promise<Unit | null> => {
     const r = await outIt.next();
@@ -136,15 +153,16 @@ export async function verifyRewrite(
   try {
     for await (const s of srcIt) {
       if (s.header) {
-        if (o && j < o.records.length) {
+        if (o && j < oRecords.length) {
           throw mismatch(
             'batch boundary',
             'rewritten batch continues past a source batch boundary',
             o.position,
-            o.records[j].offset,
+            oRecords[j].offset,
           );
         }
         o = await nextOut();
+        oRecords = [];
         j = 0;
         if (!o)
           throw mismatch('batch', `source batch at ${s.position} is missing`, undefined, s.header.baseOffset);
@@ -158,33 +176,43 @@ export async function verifyRewrite(
             s.header.baseOffset,
           );
         }
-        if (s.records.length !== o.records.length) {
+        const digest = opts.digests?.take(s.position);
+        if (digest) {
+          // Same header fields and the same record bytes as the source: the same records. The
+          // rewritten records are still parsed with Kafka's strict rules.
+          checkAgainstDigest(o, digest, out.log, opts.maxDecompressedBytes);
+          continue;
+        }
+        const sRecords = s.records();
+        oRecords = o.records();
+        if (sRecords.length !== oRecords.length) {
           throw mismatch(
             'records',
-            `${s.records.length} vs ${o.records.length} records`,
+            `${sRecords.length} vs ${oRecords.length} records`,
             o.position,
             s.header.baseOffset,
           );
         }
-        for (let k = 0; k < s.records.length; k++) {
-          const d = logicalRecordsEqual(s.records[k], o.records[k]);
-          if (d !== null) throw mismatch(d.split(':')[0], d, o.position, s.records[k].offset);
+        for (let k = 0; k < sRecords.length; k++) {
+          const d = logicalRecordsEqual(sRecords[k], oRecords[k]);
+          if (d !== null) throw mismatch(d.split(':')[0], d, o.position, sRecords[k].offset);
         }
-        j = o.records.length;
+        j = oRecords.length;
       } else {
-        for (const r of s.records) {
-          while (!o || j >= o.records.length) {
+        for (const r of s.records()) {
+          while (!o || j >= oRecords.length) {
             o = await nextOut();
             j = 0;
             if (!o) throw mismatch('record', `record at offset ${r.offset} is missing`, undefined, r.offset);
+            oRecords = o.records();
           }
-          const d = logicalRecordsEqual(r, o.records[j]);
+          const d = logicalRecordsEqual(r, oRecords[j]);
           if (d !== null) throw mismatch(d.split(':')[0], d, o.position, r.offset);
           j++;
         }
       }
     }
-    if (o && j < o.records.length) throw mismatch('record', 'extra record', o.position, o.records[j].offset);
+    if (o && j < oRecords.length) throw mismatch('record', 'extra record', o.position, oRecords[j].offset);
     const extra = await nextOut();
     if (extra) throw mismatch('batch', 'extra batch', extra.position, extra.header?.baseOffset);
   } finally {
@@ -212,6 +240,39 @@ export async function verifyRewrite(
         file: p.file,
         offset: p.offset,
       },
+    );
+  }
+}
+
+function checkAgainstDigest(
+  o: Unit,
+  digest: { crc: number; length: number },
+  file: string,
+  maxDecompressedBytes: number | undefined,
+): void {
+  const header = o.header!;
+  const context = { file, position: o.position, offset: header.baseOffset };
+  let payload: Uint8Array;
+  try {
+    payload = recordsPayload(o.bytes, { maxDecompressedBytes });
+  } catch (err) {
+    throw withEntryContext(err, file, o);
+  }
+  if (payload.length !== digest.length || crc32c(payload) !== digest.crc) {
+    throw new VerifyMismatchError(
+      'records',
+      `record bytes differ from the source batch's (${payload.length} vs ${digest.length} bytes)`,
+      context,
+    );
+  }
+  try {
+    checkRecordsPayload(payload, header.recordsCount);
+  } catch (err) {
+    if (!(err instanceof SegliftError)) throw err;
+    throw new CorruptRecordError(
+      `${err.detail} (at byte ${err.position ?? '?'} of the decompressed records)`,
+      context,
+      { cause: err },
     );
   }
 }
