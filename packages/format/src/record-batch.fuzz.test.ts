@@ -1,0 +1,345 @@
+/**
+ * Seeded mutation fuzzing of the v2 RecordBatch readers (issue 6). Every mutated or truncated
+ * batch (generated in every codec, control and empty batches, plus real broker batches from
+ * ../shared/fixtures/real when present) must end in a result or a SegliftError with a code:
+ * no other exception, no input slower than PER_INPUT_MS, and no allocation beyond the
+ * configured limit. `pnpm fuzz` runs the same loop for longer (SEGLIFT_FUZZ_SECONDS).
+ */
+import { appendFileSync, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { encodeControlRecordKey, encodeEndTransactionMarker } from './control.js';
+import { crc32c } from './crc.js';
+import { SegliftError } from './errors.js';
+import { logicalRecordsOfBatch } from './logical.js';
+import {
+  checkRecordBatchCrc,
+  decodeRecords,
+  encodeRecordBatch,
+  encodeRecordBatchFromPayload,
+  iterateRecords,
+  type RecordBatchFields,
+  readRecordBatchHeader,
+  recompressRecordBatch,
+  recordsPayload,
+} from './record-batch.js';
+import type { Record as KRecord } from './types.js';
+
+const SECONDS = Number(process.env.SEGLIFT_FUZZ_SECONDS ?? 0);
+const SEED = Number(process.env.SEGLIFT_FUZZ_SEED ?? 20260601);
+const CI_INPUTS = 12_000;
+const PER_INPUT_MS = 2_000;
+/** Small limit so a length field that drives an allocation is caught. */
+const LIMIT = 256 * 1024;
+/** Largest allocation any reader may make for one input (limit + one codec block + slack). */
+const ALLOC_BOUND = LIMIT + 4 * 1024 * 1024 + 64 * 1024;
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const realRoot = path.resolve(repoRoot, '..', 'shared', 'fixtures', 'real');
+
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const INTERESTING32 = [
+  0, 1, -1, 7, 12, 14, 49, 61, 0x7f, 0x80, 0xff, 0x100, 0x7fff, 0x8000, 0xffff, 0x10000, 0x3fffffff,
+  0x7fffffff, -0x80000000, 0x40000, 0x100000,
+];
+
+/** Byte-level mutations, biased towards the length/count fields at `hot` positions. */
+function mutate(rand: () => number, src: Uint8Array, hot: number[]): Buffer {
+  const int = (n: number) => Math.floor(rand() * n);
+  let b = Buffer.from(src);
+  const rounds = 1 + int(3);
+  for (let k = 0; k < rounds; k++) {
+    if (b.length === 0) return Buffer.from([int(256)]);
+    switch (int(10)) {
+      case 0:
+        b[int(b.length)] ^= 1 << int(8);
+        break;
+      case 1:
+        b[int(b.length)] = [0, 0xff, 0x7f, 0x80, 1][int(5)];
+        break;
+      case 2:
+      case 3: {
+        const p = hot.length > 0 && rand() < 0.7 ? hot[int(hot.length)] : int(b.length);
+        if (p + 4 > b.length) break;
+        const v = rand() < 0.6 ? INTERESTING32[int(INTERESTING32.length)] : b.readInt32BE(p) + int(17) - 8;
+        b.writeUInt32BE(v >>> 0, p);
+        break;
+      }
+      case 4:
+        b = b.subarray(0, int(b.length));
+        break;
+      case 5: {
+        const p = int(b.length + 1);
+        const ins = Buffer.alloc(1 + int(16));
+        for (let i = 0; i < ins.length; i++) ins[i] = int(256);
+        b = Buffer.concat([b.subarray(0, p), ins, b.subarray(p)]);
+        break;
+      }
+      case 6: {
+        const p = int(b.length);
+        b = Buffer.concat([b.subarray(0, p), b.subarray(p + 1 + int(32))]);
+        break;
+      }
+      case 7: {
+        const p = int(b.length);
+        const q = Math.min(b.length, p + 1 + int(64));
+        b = Buffer.concat([b.subarray(0, q), b.subarray(p, q), b.subarray(q)]);
+        break;
+      }
+      case 8: {
+        // A run of continuation bytes: varints that never end or overflow.
+        const p = int(b.length);
+        b.fill(rand() < 0.5 ? 0xff : 0x80, p, Math.min(b.length, p + 1 + int(10)));
+        break;
+      }
+      case 9:
+        // Codec bits of the attributes (ids 5-7 included).
+        if (b.length > 22) b[22] = (b[22] & ~7) | int(8);
+        break;
+    }
+  }
+  return b;
+}
+
+/** Rewrites length and CRC-32C so a mutation reaches the record parser instead of the CRC check. */
+function reseal(b: Buffer, fixLength: boolean): Buffer {
+  if (b.length < 61) return b;
+  if (fixLength) b.writeInt32BE(b.length - 12, 8);
+  const end = Math.min(b.length, 12 + Math.max(0, b.readInt32BE(8)));
+  if (end > 21) b.writeUInt32BE(crc32c(b.subarray(21, end)), 17);
+  return b;
+}
+
+function fields(baseOffset: bigint, over: Partial<RecordBatchFields> = {}): RecordBatchFields {
+  return {
+    baseOffset,
+    partitionLeaderEpoch: 5,
+    attributes: 0,
+    lastOffsetDelta: 0,
+    baseTimestamp: 1_600_000_000_000n,
+    maxTimestamp: 1_600_000_000_000n,
+    producerId: -1n,
+    producerEpoch: -1,
+    baseSequence: -1,
+    ...over,
+  };
+}
+
+function records(rand: () => number, n: number): KRecord[] {
+  return Array.from({ length: n }, (_, i) => ({
+    attributes: 0,
+    timestampDelta: i * 3,
+    offsetDelta: i,
+    key: i % 4 === 0 ? null : Buffer.from(`key-${i}`),
+    value: i % 7 === 3 ? null : Buffer.from('value '.repeat(1 + Math.floor(rand() * 20))),
+    headers:
+      i % 2 === 0 ? [{ key: Buffer.from([0x68, 0xff]), value: i % 3 === 0 ? null : Buffer.from('hv') }] : [],
+  }));
+}
+
+/** Seeds: every codec, with and without headers, idempotent/transactional, control, empty. */
+function generatedBatches(): Buffer[] {
+  const rand = prng(SEED);
+  const out: Buffer[] = [];
+  for (const codec of [0, 1, 2, 3, 4]) {
+    for (const n of [1, 5, 40]) {
+      const rs = records(rand, n);
+      out.push(
+        Buffer.from(
+          encodeRecordBatch(
+            fields(1000n, { lastOffsetDelta: n - 1, maxTimestamp: 1_600_000_000_000n + BigInt(3 * (n - 1)) }),
+            rs,
+            codec,
+          ),
+        ),
+      );
+    }
+    out.push(
+      Buffer.from(
+        encodeRecordBatch(
+          fields(7n, {
+            producerId: 9n,
+            producerEpoch: 1,
+            baseSequence: 0x7ffffffe,
+            attributes: 0x18,
+            lastOffsetDelta: 2,
+          }),
+          records(rand, 3),
+          codec,
+        ),
+      ),
+    );
+  }
+  out.push(
+    Buffer.from(
+      encodeRecordBatch(
+        fields(50n, { producerId: 9n, producerEpoch: 1, attributes: 0x30 }),
+        [
+          {
+            attributes: 0,
+            timestampDelta: 0,
+            offsetDelta: 0,
+            key: encodeControlRecordKey(0),
+            value: encodeEndTransactionMarker(3),
+            headers: [],
+          },
+        ],
+        0,
+      ),
+    ),
+  );
+  out.push(Buffer.from(encodeRecordBatch(fields(60n, { lastOffsetDelta: 4, baseTimestamp: -1n }), [], 0)));
+  return out;
+}
+
+/** v2 batches of the real broker segments (skipped quietly when ../shared is absent). */
+function realBatches(): Buffer[] {
+  if (!existsSync(realRoot)) return [];
+  const out: Buffer[] = [];
+  const walk = (d: string) => {
+    for (const n of readdirSync(d)) {
+      const p = path.join(d, n);
+      if (statSync(p).isDirectory()) walk(p);
+      else if (/^\d{20}\.log$/.test(n)) {
+        const f = readFileSync(p);
+        let pos = 0;
+        while (pos + 17 <= f.length) {
+          const size = f.readInt32BE(pos + 8) + 12;
+          if (size < 12 || pos + size > f.length) break;
+          if (f[pos + 16] === 2 && out.length < 400) out.push(Buffer.from(f.subarray(pos, pos + size)));
+          pos += size;
+        }
+      }
+    }
+  };
+  walk(realRoot);
+  return out;
+}
+
+const HOT = [8, 23, 57, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70];
+
+/** Batches whose compressed record stream itself is mutated (reaches the record parser per codec). */
+function mutatedPayloadBatch(rand: () => number, codec: number): Buffer {
+  const n = 1 + Math.floor(rand() * 20);
+  const plainBatch = Buffer.from(
+    encodeRecordBatch(fields(0n, { lastOffsetDelta: n - 1 }), records(rand, n), 0),
+  );
+  const payload = mutate(rand, plainBatch.subarray(61), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  const count = rand() < 0.8 ? n : [0, n + 1, n - 1, 0x7fffffff, -1][Math.floor(rand() * 5)];
+  const b = Buffer.from(
+    encodeRecordBatchFromPayload(fields(0n, { lastOffsetDelta: n - 1 }), Math.max(0, count), payload, codec),
+  );
+  if (count < 0) {
+    b.writeInt32BE(count, 57);
+    reseal(b, false);
+  }
+  return b;
+}
+
+interface Failure {
+  op: string;
+  input: string;
+  error: string;
+}
+
+/** Runs `fn`; anything but a return or a SegliftError with a code, or a slow input, is a failure. */
+function check(op: string, input: Uint8Array, fn: () => unknown, failures: Failure[]): boolean {
+  const t = performance.now();
+  let ok = false;
+  try {
+    fn();
+    ok = true;
+  } catch (err) {
+    if (!(err instanceof SegliftError) || typeof err.code !== 'string' || err.code.length === 0) {
+      failures.push({
+        op,
+        input: Buffer.from(input).toString('hex').slice(0, 4000),
+        error: String((err as Error)?.stack ?? err),
+      });
+    }
+  }
+  const ms = performance.now() - t;
+  if (ms > PER_INPUT_MS)
+    failures.push({ op, input: Buffer.from(input).toString('hex').slice(0, 4000), error: `took ${ms} ms` });
+  return ok;
+}
+
+/** Records the largest Buffer allocation requested while `fn` runs. */
+function trackAllocations<T>(fn: () => T): { result: T; largest: number } {
+  const B = Buffer as unknown as Record<string, (...a: unknown[]) => Buffer>;
+  const names = ['alloc', 'allocUnsafe', 'allocUnsafeSlow'];
+  const saved = names.map((n) => B[n]);
+  let largest = 0;
+  names.forEach((n, i) => {
+    B[n] = (...a: unknown[]) => {
+      if (typeof a[0] === 'number' && a[0] > largest) largest = a[0];
+      return saved[i].apply(Buffer, a);
+    };
+  });
+  try {
+    return { result: fn(), largest };
+  } finally {
+    names.forEach((n, i) => {
+      B[n] = saved[i];
+    });
+  }
+}
+
+const stats = { inputs: 0, decodedOk: 0, failures: 0 };
+afterAll(() => {
+  if (process.env.SEGLIFT_FUZZ_STATS)
+    appendFileSync(
+      process.env.SEGLIFT_FUZZ_STATS,
+      `${JSON.stringify({ suite: 'format/record-batch', ...stats })}\n`,
+    );
+});
+
+describe('fuzz: v2 record batch readers', () => {
+  it('mutated and truncated batches (generated in every codec, control, empty, real) end in a result or a SegliftError', () => {
+    const seeds = [...generatedBatches(), ...realBatches()];
+    const rand = prng(SEED ^ 0x9e3779b9);
+    const failures: Failure[] = [];
+    const decode = { maxDecompressedBytes: LIMIT };
+    const deadline = SECONDS > 0 ? Date.now() + SECONDS * 1000 : Number.POSITIVE_INFINITY;
+    let peakArrayBuffers = 0;
+    const baseArrayBuffers = process.memoryUsage().arrayBuffers;
+    const { largest } = trackAllocations(() => {
+      for (let i = 0; SECONDS > 0 ? Date.now() < deadline : i < CI_INPUTS; i++) {
+        let input: Buffer;
+        const roll = rand();
+        if (roll < 0.25) input = mutatedPayloadBatch(rand, Math.floor(rand() * 5));
+        else {
+          input = mutate(rand, seeds[Math.floor(rand() * seeds.length)], HOT);
+          if (roll < 0.7) input = reseal(input, rand() < 0.5);
+        }
+        stats.inputs++;
+        check('readRecordBatchHeader', input, () => readRecordBatchHeader(input, 0), failures);
+        check('checkRecordBatchCrc', input, () => checkRecordBatchCrc(input), failures);
+        if (check('decodeRecords', input, () => decodeRecords(input, decode), failures)) stats.decodedOk++;
+        check('iterateRecords', input, () => [...iterateRecords(input, decode)], failures);
+        check('logicalRecordsOfBatch', input, () => [...logicalRecordsOfBatch(input, decode)], failures);
+        check('recordsPayload', input, () => recordsPayload(input, decode), failures);
+        check('recompressRecordBatch', input, () => recompressRecordBatch(input, 4, decode), failures);
+        if ((i & 255) === 0)
+          peakArrayBuffers = Math.max(peakArrayBuffers, process.memoryUsage().arrayBuffers);
+      }
+    });
+    stats.failures = failures.length;
+    expect(failures.slice(0, 3)).toEqual([]);
+    expect(largest).toBeLessThanOrEqual(ALLOC_BOUND);
+    // No length field made memory jump: far below what one 0x7fffffff-sized allocation would be.
+    expect(peakArrayBuffers - baseArrayBuffers).toBeLessThan(256 * 1024 * 1024);
+    expect(stats.inputs).toBeGreaterThanOrEqual(SECONDS > 0 ? 1 : CI_INPUTS);
+  });
+});
