@@ -1,0 +1,361 @@
+/**
+ * Seeded mutation fuzzing of whole segments through the file pipeline (issue 6):
+ * readSegmentEntries, verifySegment and convertSegment (outDir and in place) on mutated,
+ * truncated and re-sealed copies of generated segments (every magic and codec, control and empty
+ * batches) and of real broker segments (../shared/fixtures/real, when present).
+ * Every input ends in a result or a SegliftError with a code (a failed report carries one);
+ * nothing else is thrown; no input takes longer than PER_INPUT_MS; no allocation exceeds
+ * ALLOC_BOUND with small maxEntryBytes/maxDecompressedBatchBytes; the source file is never
+ * modified. When convert succeeds, the output verifies clean and holds exactly the records an
+ * independent (kafkajs) decode of the input gives. `pnpm fuzz` runs it longer.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { appendFile, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { crc32, crc32c, SegliftError } from '@seglift/format';
+import { encodeLegacyEntry } from '@seglift/legacy';
+import { afterAll, describe, expect, it } from 'vitest';
+import { convertSegment } from './convert.js';
+import { readSegmentEntries } from './reader.js';
+import { mixedSegment, prng, tmpDir, v2Batch } from './test-support/fixtures.js';
+import { independentRecords, repoRoot } from './test-support/independent.js';
+import { verifySegment } from './verify.js';
+
+const SECONDS = Number(process.env.SEGLIFT_FUZZ_SECONDS ?? 0);
+const SEED = Number(process.env.SEGLIFT_FUZZ_SEED ?? 20260601);
+const CI_INPUTS = 1500;
+const PER_INPUT_MS = 5_000;
+const MAX_DECOMPRESSED = 256 * 1024;
+const MAX_ENTRY = 1024 * 1024;
+/** Reader chunk (4 MiB) or the 4 MiB write buffer, plus slack; a length-driven allocation would be far above. */
+const ALLOC_BOUND = 4 * 1024 * 1024 + 256 * 1024;
+const realRoot = path.resolve(repoRoot, '..', 'shared', 'fixtures', 'real');
+
+const INTERESTING32 = [
+  0, 1, -1, 12, 13, 14, 48, 49, 61, 0x7f, 0x80, 0xffff, 0x10000, 0x7fffffff, -0x80000000, 0x3fffffff,
+  0x100000,
+];
+
+interface Seed {
+  bytes: Buffer;
+  base: bigint;
+  /** Entry start positions (the hot fields are at +8 size, +16 magic, +17 attributes, +57 count). */
+  entries: number[];
+}
+
+function entryStarts(b: Buffer): number[] {
+  const out: number[] = [];
+  let p = 0;
+  while (p + 17 <= b.length) {
+    const size = b.readInt32BE(p + 8);
+    if (size < 14 || p + 12 + size > b.length) break;
+    out.push(p);
+    p += 12 + size;
+  }
+  return out;
+}
+
+function mutate(rand: () => number, seed: Seed): Buffer {
+  const int = (n: number) => Math.floor(rand() * n);
+  let b = Buffer.from(seed.bytes);
+  const at = () => {
+    const e = seed.entries[int(seed.entries.length)] ?? 0;
+    return e + [8, 8, 16, 17, 21, 23, 35, 57, 61, 22, 26, 30][int(12)];
+  };
+  for (let k = 1 + int(3); k > 0; k--) {
+    if (b.length === 0) break;
+    switch (int(9)) {
+      case 0:
+        b[int(b.length)] ^= 1 << int(8);
+        break;
+      case 1:
+      case 2: {
+        const p = rand() < 0.8 ? at() : int(b.length);
+        if (p + 4 > b.length) break;
+        const v = rand() < 0.6 ? INTERESTING32[int(INTERESTING32.length)] : b.readInt32BE(p) + int(17) - 8;
+        b.writeUInt32BE(v >>> 0, p);
+        break;
+      }
+      case 3: {
+        const p = at();
+        if (p < b.length) b[p] = int(256);
+        break;
+      }
+      case 4:
+        b = b.subarray(0, int(b.length));
+        break;
+      case 5: {
+        const p = int(b.length);
+        b = Buffer.concat([b.subarray(0, p), b.subarray(p + 1 + int(64))]);
+        break;
+      }
+      case 6: {
+        // Duplicate or swap whole entries: repeated or reordered offsets.
+        const e = seed.entries;
+        if (e.length < 2) break;
+        const i = int(e.length - 1);
+        const a = b.subarray(e[i], e[i + 1]);
+        b = Buffer.concat([b.subarray(0, e[i + 1]), a, b.subarray(e[i + 1])]);
+        break;
+      }
+      case 7: {
+        // Codec bits: legacy attributes at +17, v2 low attribute byte at +22 (ids 5-7 included).
+        const e = seed.entries[int(seed.entries.length)] ?? 0;
+        const p = b[e + 16] === 2 ? e + 22 : e + 17;
+        if (p < b.length) b[p] = (b[p] & ~7) | int(8);
+        break;
+      }
+      case 8: {
+        const p = int(b.length);
+        b.fill(0xff, p, Math.min(b.length, p + 1 + int(8)));
+        break;
+      }
+    }
+  }
+  return b;
+}
+
+/** Recomputes each entry's CRC (v2 CRC-32C, legacy CRC-32) so mutations get past the CRC checks. */
+function reseal(b: Buffer): Buffer {
+  let p = 0;
+  while (p + 17 <= b.length) {
+    const size = b.readInt32BE(p + 8);
+    if (size < 14 || p + 12 + size > b.length) break;
+    const end = p + 12 + size;
+    if (b[p + 16] === 2 && size >= 49) b.writeUInt32BE(crc32c(b.subarray(p + 21, end)), p + 17);
+    else if (b[p + 16] < 2) b.writeUInt32BE(crc32(b.subarray(p + 16, end)), p + 12);
+    p = end;
+  }
+  return b;
+}
+
+async function realSeeds(): Promise<Seed[]> {
+  if (!existsSync(realRoot)) return [];
+  const out: Seed[] = [];
+  const walk = async (d: string) => {
+    for (const e of await readdir(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) await walk(p);
+      else if (
+        /^\d{20}\.log$/.test(e.name) &&
+        (await stat(p)).size <= 256 * 1024 &&
+        (await stat(p)).size > 0
+      ) {
+        const bytes = await readFile(p);
+        out.push({ bytes, base: BigInt(e.name.slice(0, 20)), entries: entryStarts(bytes) });
+      }
+    }
+  };
+  await walk(realRoot);
+  return out;
+}
+
+function generatedSeeds(): Seed[] {
+  const seeds: Buffer[] = [mixedSegment(0n, 1).bytes, mixedSegment(0n, 2).bytes];
+  const rand = prng(SEED);
+  // Small single-codec segments: every codec in v2, and plain legacy.
+  for (const codec of [0, 1, 2, 3, 4] as const) {
+    seeds.push(
+      Buffer.concat([
+        v2Batch(0n, [Buffer.from('a'), null, Buffer.from('ccc')], codec),
+        v2Batch(3n, [Buffer.from('d'.repeat(300))], codec, {}, true),
+      ]),
+    );
+  }
+  seeds.push(
+    Buffer.concat(
+      Array.from({ length: 6 }, (_, i) =>
+        encodeLegacyEntry(BigInt(i), {
+          magic: (i % 2) as 0 | 1,
+          timestamp: 1_500_000_000_000n + BigInt(i),
+          key: null,
+          value: Buffer.from(`v${rand()}`),
+        }),
+      ),
+    ),
+  );
+  return seeds.map((bytes) => ({
+    bytes: Buffer.from(bytes),
+    base: 0n,
+    entries: entryStarts(Buffer.from(bytes)),
+  }));
+}
+
+const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+
+interface Failure {
+  op: string;
+  seed: number;
+  error: string;
+}
+
+function problem(err: unknown): string | undefined {
+  if (err instanceof SegliftError && typeof err.code === 'string' && err.code.length > 0) return undefined;
+  return String((err as Error)?.stack ?? err);
+}
+
+/** Records the largest Buffer allocation requested while the fuzz loop runs. */
+function trackAllocations(): { largest: () => number; restore: () => void } {
+  const B = Buffer as unknown as Record<string, (...a: unknown[]) => Buffer>;
+  const names = ['alloc', 'allocUnsafe', 'allocUnsafeSlow'];
+  const saved = names.map((n) => B[n]);
+  let largest = 0;
+  names.forEach((n, i) => {
+    B[n] = (...a: unknown[]) => {
+      if (typeof a[0] === 'number' && a[0] > largest) largest = a[0];
+      return saved[i].apply(Buffer, a);
+    };
+  });
+  return {
+    largest: () => largest,
+    restore: () =>
+      names.forEach((n, i) => {
+        B[n] = saved[i];
+      }),
+  };
+}
+
+const stats = {
+  inputs: 0,
+  converted: 0,
+  convertedWithSourceOffsetAnomalies: 0,
+  failedTyped: 0,
+  skipped: 0,
+  inPlace: 0,
+  failures: 0,
+};
+afterAll(async () => {
+  if (process.env.SEGLIFT_FUZZ_STATS)
+    await appendFile(
+      process.env.SEGLIFT_FUZZ_STATS,
+      `${JSON.stringify({ suite: 'segment/convert', ...stats })}\n`,
+    );
+});
+
+describe('fuzz: segment files through reader, verifySegment and convertSegment', () => {
+  it('every mutated segment ends in a typed result; a successful conversion verifies and keeps every record', async () => {
+    const seeds = [...generatedSeeds(), ...(await realSeeds())];
+    const rand = prng(SEED ^ 0x5e6);
+    const root = await tmpDir('seglift-fuzz-');
+    const failures: Failure[] = [];
+    const deadline = SECONDS > 0 ? Date.now() + SECONDS * 1000 : Number.POSITIVE_INFINITY;
+    const codecs = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const;
+    const alloc = trackAllocations();
+    const baseArrayBuffers = process.memoryUsage().arrayBuffers;
+    let peakArrayBuffers = baseArrayBuffers;
+    const sampler = setInterval(() => {
+      peakArrayBuffers = Math.max(peakArrayBuffers, process.memoryUsage().arrayBuffers);
+    }, 2);
+    try {
+      for (let i = 0; SECONDS > 0 ? Date.now() < deadline : i < CI_INPUTS; i++) {
+        const seed = seeds[Math.floor(rand() * seeds.length)];
+        let input = mutate(rand, seed);
+        if (rand() < 0.7) input = reseal(input);
+        const name = `${seed.base.toString().padStart(20, '0')}.log`;
+        const pdir = path.join(root, `in-${i}`, 'topic-0');
+        await mkdir(pdir, { recursive: true });
+        const log = path.join(pdir, name);
+        await writeFile(log, input);
+        const inputSha = sha(input);
+        stats.inputs++;
+        const fail = (op: string, error: string) => failures.push({ op, seed: i, error });
+        const t0 = performance.now();
+        const acceptTruncatedTail = rand() < 0.3;
+        const limits = { maxEntryBytes: MAX_ENTRY, acceptTruncatedTail };
+
+        try {
+          for await (const _ of readSegmentEntries(log, limits)) {
+            // entries only
+          }
+        } catch (err) {
+          const p = problem(err);
+          if (p) fail('readSegmentEntries', p);
+        }
+        // Offsets that go backwards or repeat in the source are kept as they are (convert never
+        // reorders or drops records); the output may only repeat the source's own anomalies.
+        let sourceOffsetProblems = false;
+        try {
+          const v = await verifySegment(log, { ...limits, maxDecompressedBytes: MAX_DECOMPRESSED });
+          sourceOffsetProblems = v.problems.some((x) => x.kind === 'offsets');
+          if (!v.ok && v.problems.length === 0) fail('verifySegment', 'not ok without a problem');
+          if (v.error && typeof v.error.code !== 'string') fail('verifySegment', 'error without a code');
+        } catch (err) {
+          fail('verifySegment', `threw: ${String((err as Error)?.stack ?? err)}`);
+        }
+
+        const inPlace = rand() < 0.15;
+        const outDir = path.join(root, `out-${i}`);
+        const codec = codecs[Math.floor(rand() * codecs.length)];
+        let report: Awaited<ReturnType<typeof convertSegment>> | undefined;
+        try {
+          report = await convertSegment(log, {
+            codec,
+            maxDecompressedBatchBytes: MAX_DECOMPRESSED,
+            maxEntryBytes: MAX_ENTRY,
+            acceptTruncatedTail,
+            ...(inPlace ? { inPlace: true } : { outDir }),
+          });
+        } catch (err) {
+          fail('convertSegment', `threw: ${String((err as Error)?.stack ?? err)}`);
+        }
+        if (inPlace) stats.inPlace++;
+        if (report?.result === 'failed') {
+          stats.failedTyped++;
+          if (typeof report.error?.code !== 'string')
+            fail('convertSegment', `failed without a code: ${report.reason}`);
+          if (sha(await readFile(log)) !== inputSha)
+            fail('convertSegment', 'failed conversion changed the source');
+          const left = (await readdir(pdir)).filter((n) => n !== name);
+          if (left.length > 0) fail('convertSegment', `leftovers after failure: ${left.join(',')}`);
+          if (!inPlace && existsSync(outDir) && (await readdir(outDir)).length > 0)
+            fail('convertSegment', `partial output kept: ${(await readdir(outDir)).join(',')}`);
+        } else if (report?.result === 'skipped') {
+          stats.skipped++;
+          if (sha(await readFile(log)) !== inputSha) fail('convertSegment', 'skip changed the source');
+        } else if (report?.result === 'converted') {
+          stats.converted++;
+          if (sourceOffsetProblems) stats.convertedWithSourceOffsetAnomalies++;
+          const out = inPlace ? log : path.join(outDir, name);
+          if (!inPlace && sha(await readFile(log)) !== inputSha)
+            fail('convertSegment', 'outDir run changed the source');
+          const v = await verifySegment(out);
+          const bad = v.problems.filter((x) => !(x.kind === 'offsets' && sourceOffsetProblems));
+          if (bad.length > 0) fail('verify output', JSON.stringify(bad.slice(0, 2)));
+          const kept = input.subarray(0, input.length - report.truncatedTailBytes);
+          try {
+            const expected = await independentRecords(kept);
+            const actual = await independentRecords(await readFile(out));
+            if (JSON.stringify(expected) !== JSON.stringify(actual))
+              fail(
+                'records',
+                `converted records differ from an independent decode (${expected.length} vs ${actual.length})`,
+              );
+          } catch (err) {
+            fail('independent decode', `kafkajs could not decode what convert accepted: ${String(err)}`);
+          }
+          if (inPlace) {
+            const left = (await readdir(pdir)).filter((n) => !/^\d{20}\.(log|index|timeindex)$/.test(n));
+            if (left.length > 0) fail('convertSegment', `leftovers after in-place: ${left.join(',')}`);
+          }
+        }
+        const ms = performance.now() - t0;
+        if (ms > PER_INPUT_MS) fail('time', `input took ${Math.round(ms)} ms`);
+        await rm(path.join(root, `in-${i}`), { recursive: true, force: true });
+        await rm(outDir, { recursive: true, force: true });
+      }
+    } finally {
+      clearInterval(sampler);
+      alloc.restore();
+      await rm(root, { recursive: true, force: true });
+    }
+    stats.failures = failures.length;
+    if (process.env.FUZZ_DEBUG)
+      for (const f of failures) console.log('FAIL', f.op, f.seed, f.error.slice(0, 300));
+    expect(failures.slice(0, 3)).toEqual([]);
+    expect(alloc.largest()).toBeLessThanOrEqual(ALLOC_BOUND);
+    expect(peakArrayBuffers - baseArrayBuffers).toBeLessThan(128 * 1024 * 1024);
+    // The loop must reach the end of the pipeline, not only its error paths.
+    expect(stats.converted).toBeGreaterThan(0);
+  });
+});
