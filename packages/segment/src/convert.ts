@@ -57,17 +57,21 @@ export interface ConvertOptions {
   testHooks?: ConvertTestHooks;
 }
 
-const WRITE_BUFFER_BYTES = 4 * 1024 * 1024;
+const WRITE_BUFFER_BYTES = 1024 * 1024;
 const MAX_SEGMENT_BYTES = 0x7fffffff;
 
-/** Buffered writer of the new log that feeds the index builder with the new positions. */
+/**
+ * Buffered writer of the new log that feeds the index builder with the new positions. Batches are
+ * copied into one reused buffer (no references kept to the reader's or codec's buffers, no garbage
+ * per write); a batch larger than the buffer is written on its own.
+ */
 class SegmentWriter {
   position = 0;
   batches = 0;
   records = 0;
   readonly codecOut: Record<string, number> = {};
-  private pending: Uint8Array[] = [];
-  private pendingBytes = 0;
+  private readonly buffer = Buffer.allocUnsafeSlow(WRITE_BUFFER_BYTES);
+  private used = 0;
   private filePos = 0;
   constructor(
     private readonly fh: FileHandle,
@@ -90,24 +94,29 @@ class SegmentWriter {
     this.batches++;
     this.records += h.recordsCount;
     this.position += batch.length;
-    this.pending.push(batch);
-    this.pendingBytes += batch.length;
-    if (this.pendingBytes >= WRITE_BUFFER_BYTES) await this.flush();
+    if (this.used + batch.length > this.buffer.length) await this.flush();
+    if (batch.length > this.buffer.length) {
+      await this.writeFully(batch);
+    } else {
+      this.buffer.set(batch, this.used);
+      this.used += batch.length;
+    }
   }
 
   async flush(): Promise<void> {
-    if (this.pending.length === 0) return;
-    // One contiguous write: writev with tens of thousands of small batches hits IOV_MAX and
-    // partial writes; a single memcpy into one buffer is cheaper.
-    const buf = Buffer.concat(this.pending, this.pendingBytes);
-    this.pending = [];
-    this.pendingBytes = 0;
-    let off = 0;
-    while (off < buf.length) {
-      const { bytesWritten } = await this.fh.write(buf, off, buf.length - off, this.filePos + off);
-      off += bytesWritten;
+    if (this.used === 0) return;
+    const n = this.used;
+    this.used = 0;
+    await this.writeFully(this.buffer.subarray(0, n));
+  }
+
+  private async writeFully(bytes: Uint8Array): Promise<void> {
+    let done = 0;
+    while (done < bytes.length) {
+      const { bytesWritten } = await this.fh.write(bytes, done, bytes.length - done, this.filePos);
+      done += bytesWritten;
+      this.filePos += bytesWritten;
     }
-    this.filePos += buf.length;
   }
 }
 
@@ -137,6 +146,7 @@ async function alreadyConverted(
     },
     maxEntryBytes: options.maxEntryBytes,
     signal: options.signal,
+    reuseBuffers: true,
   })) {
     if (entry.magic !== 2) return false;
     const info = inspectEntry(entry, logPath);
@@ -322,6 +332,7 @@ async function writeConverted(
       },
       maxEntryBytes: options.maxEntryBytes,
       signal: options.signal,
+      reuseBuffers: true,
     })) {
       const info = inspectEntry(entry, source);
       report.batchesIn++;

@@ -43,7 +43,8 @@ interface UnitOptions {
 
 async function* units(file: string, opts: UnitOptions): AsyncGenerator<Unit, void, undefined> {
   const decode = { maxDecompressedBytes: opts.maxDecompressedBytes };
-  for await (const entry of readSegmentEntries(file, opts)) {
+  // A unit's bytes are used before the next one is read from the same file (see verifyRewrite).
+  for await (const entry of readSegmentEntries(file, { ...opts, reuseBuffers: true })) {
     const info = inspectEntry(entry, file);
     opts.onEntry?.(info);
     if (opts.v2Only && entry.magic !== 2) {
