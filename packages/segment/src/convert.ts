@@ -172,6 +172,8 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
   let lock: SegmentLock | undefined;
   let dest: SegmentPaths | undefined;
   let swapStarted = false;
+  // outDir: final files already renamed into place, removed again if a later step fails.
+  const placed: string[] = [];
   try {
     validate(options);
     options.signal?.throwIfAborted();
@@ -248,9 +250,14 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
       report.outPath = src.log;
     } else {
       // outDir: plain replace of the three files; log last so a complete .log implies its indexes.
-      await renameSynced(tmp.timeindex, dest.timeindex);
-      await renameSynced(tmp.index, dest.index);
-      await renameSynced(tmp.log, dest.log);
+      for (const [from, to] of [
+        [tmp.timeindex, dest.timeindex],
+        [tmp.index, dest.index],
+        [tmp.log, dest.log],
+      ]) {
+        await renameSynced(from, to);
+        placed.push(to);
+      }
       await fsyncDir(outDir);
       report.outPath = dest.log;
     }
@@ -258,7 +265,9 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     return finish(report, started);
   } catch (err) {
     if (err instanceof SimulatedCrash) throw err;
-    if (dest && !swapStarted) await cleanup(dest);
+    // Best effort: on a read-only or failing filesystem the removal fails too, and the typed
+    // error below must still be reported (recoverLeftovers removes temp files on the next run).
+    if (dest && !swapStarted) await cleanup(dest, placed).catch(() => {});
     if (swapStarted) {
       // A failure inside the swap (I/O): leave it to recoverLeftovers, which completes it.
       await recoverLeftovers(dest!.dir, { baseOffset: src.baseOffset, ownLockToken: lock?.token }).catch(
@@ -271,7 +280,8 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     report.reason = e.message;
     return finish(report, started);
   } finally {
-    await lock?.release();
+    // A lock that cannot be removed (read-only filesystem) is stale once this process exits.
+    await lock?.release().catch(() => {});
   }
 }
 
@@ -282,10 +292,11 @@ function toSegliftError(err: unknown, file: string): SegliftError {
   return new SegmentIoError(e?.message ?? String(err), { file }, { cause: err });
 }
 
-async function cleanup(dest: SegmentPaths): Promise<void> {
+async function cleanup(dest: SegmentPaths, placed: string[]): Promise<void> {
   for (const s of ['.log', '.index', '.timeindex', '.txnindex', '.snapshot'])
     await removeIfExists(tmpPath(dest, s));
   await removeIfExists(markerPath(dest));
+  for (const f of placed) await removeIfExists(f);
 }
 
 function finish(report: SegmentReport, started: number): SegmentReport {
