@@ -95,17 +95,23 @@ export async function backupOriginals(
   const dest = path.join(backupDir, path.basename(p.dir));
   await mkdir(dest, { recursive: true });
   const written: string[] = [];
-  for (const suffix of REWRITTEN) {
-    const src = finalPath(p, suffix);
-    if (!(await exists(src))) continue;
-    const to = path.join(dest, `${p.prefix}${suffix}`);
-    await copyFileSynced(src, to);
-    const st = await stat(src);
-    await utimes(to, st.atime, suffix === '.log' ? new Date(mtimeMs) : st.mtime);
-    written.push(to);
+  try {
+    for (const suffix of REWRITTEN) {
+      const src = finalPath(p, suffix);
+      if (!(await exists(src))) continue;
+      const to = path.join(dest, `${p.prefix}${suffix}`);
+      written.push(to);
+      await copyFileSynced(src, to);
+      const st = await stat(src);
+      await utimes(to, st.atime, suffix === '.log' ? new Date(mtimeMs) : st.mtime);
+    }
+    await fsyncDir(dest);
+    await fsyncDir(backupDir);
+  } catch (err) {
+    // A truncated copy under the original's name would pass for a backup (e.g. disk full).
+    for (const f of written) await removeIfExists(f).catch(() => {});
+    throw err;
   }
-  await fsyncDir(dest);
-  await fsyncDir(backupDir);
   return written;
 }
 
