@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -143,6 +143,7 @@ describe.skipIf(!hasRedisServer)('distributed mode end to end', () => {
     const watcher = run(WATCHER, ['--once', '--wait'], env);
     expect(await watcher.exited, watcher.output()).toBe(0);
     const summary = watcher.output();
+    if (process.env.E2E_DEBUG) console.log(summary, workers[0].output());
     expect(summary).toMatch(/"queued":54/);
     expect(summary).toMatch(/"succeeded":54/);
     await checkConverted(segments, before);

@@ -23,7 +23,9 @@ export class ThreadError extends Error {
   }
 }
 
-export interface ThreadConvertOptions {
+export interface ThreadPoolOptions {
+  /** Threads at most (the worker's concurrency). */
+  size: number;
   /** Compiled thread entry (dist/thread.js). */
   threadUrl?: URL;
   progressIntervalMs?: number;
@@ -31,45 +33,116 @@ export interface ThreadConvertOptions {
   abortTimeoutMs?: number;
 }
 
-/** A ConvertFn running each conversion in a fresh worker thread (isolated memory, abortable). */
-export function threadConvert(opts: ThreadConvertOptions = {}): ConvertFn {
+export interface ThreadPool {
+  convert: ConvertFn;
+  /** Terminates every thread (call after the last conversion finished). */
+  close(): Promise<void>;
+}
+
+interface PoolThread {
+  worker: Worker;
+  busy?: {
+    id: number;
+    resolve: (r: SegmentReportLike) => void;
+    reject: (e: Error) => void;
+    onProgress?: (done: number, total?: number) => void;
+  };
+}
+
+/**
+ * Conversions in worker threads: one conversion per thread at a time, threads reused, at most
+ * `size` of them (extra calls wait for a free thread). A thread that does not stop after an abort
+ * within `abortTimeoutMs`, or dies, is replaced.
+ */
+export function threadPool(opts: ThreadPoolOptions): ThreadPool {
   const threadUrl = opts.threadUrl ?? new URL('./thread.js', import.meta.url);
-  return (logPath: string, options: ConvertOptions): Promise<SegmentReportLike> => {
+  const threads = new Set<PoolThread>();
+  const waiting: Array<() => void> = [];
+  let nextId = 1;
+  let closed = false;
+
+  const spawnThread = (): PoolThread => {
+    const t: PoolThread = {
+      worker: new Worker(threadUrl, { workerData: { progressIntervalMs: opts.progressIntervalMs ?? 250 } }),
+    };
+    t.worker.on(
+      'message',
+      (m: { type: string; id: number; done?: number; total?: number; report?: unknown; error?: never }) => {
+        const job = t.busy;
+        if (job === undefined || m.id !== job.id) return;
+        if (m.type === 'progress') {
+          job.onProgress?.(m.done ?? 0, m.total);
+          return;
+        }
+        t.busy = undefined;
+        if (m.type === 'done') job.resolve(m.report as SegmentReportLike);
+        else job.reject(new ThreadError(m.error ?? {}));
+        waiting.shift()?.();
+      },
+    );
+    const dead = (err: Error) => {
+      threads.delete(t);
+      const job = t.busy;
+      t.busy = undefined;
+      job?.reject(err);
+      waiting.shift()?.();
+    };
+    t.worker.on('error', dead);
+    t.worker.on('exit', (code) => dead(new Error(`conversion thread exited with code ${code}`)));
+    threads.add(t);
+    return t;
+  };
+
+  const acquire = async (): Promise<PoolThread> => {
+    for (;;) {
+      if (closed) throw new Error('thread pool closed');
+      for (const t of threads) if (t.busy === undefined) return t;
+      if (threads.size < opts.size) return spawnThread();
+      await new Promise<void>((r) => waiting.push(r));
+    }
+  };
+
+  const convert: ConvertFn = async (logPath: string, options: ConvertOptions) => {
     const { signal, onProgress, ...plain } = options;
-    return new Promise((resolve, reject) => {
-      const worker = new Worker(threadUrl, {
-        workerData: { logPath, options: plain, progressIntervalMs: opts.progressIntervalMs ?? 250 },
-      });
-      let settled = false;
+    signal?.throwIfAborted();
+    const t = await acquire();
+    const id = nextId++;
+    return new Promise<SegmentReportLike>((resolve, reject) => {
       let killTimer: NodeJS.Timeout | undefined;
-      const settle = (fn: () => void) => {
-        if (settled) return;
-        settled = true;
-        signal?.removeEventListener('abort', onAbort);
-        clearTimeout(killTimer);
-        fn();
-      };
       const onAbort = () => {
-        worker.postMessage({ type: 'abort' });
+        t.worker.postMessage({ type: 'abort', id });
         killTimer = setTimeout(() => {
-          void worker.terminate();
-          settle(() => reject(new Error('conversion thread did not stop after abort; terminated')));
+          // The thread is stuck in a synchronous call: kill it (leftovers are recovered later).
+          void t.worker.terminate();
         }, opts.abortTimeoutMs ?? 10_000);
       };
-      if (signal?.aborted) onAbort();
-      else signal?.addEventListener('abort', onAbort, { once: true });
-      worker.on(
-        'message',
-        (m: { type: string; done?: number; total?: number; report?: unknown; error?: never }) => {
-          if (m.type === 'progress') onProgress?.(m.done ?? 0, m.total);
-          else if (m.type === 'done') settle(() => resolve(m.report as SegmentReportLike));
-          else if (m.type === 'error') settle(() => reject(new ThreadError(m.error ?? {})));
+      const done = () => {
+        signal?.removeEventListener('abort', onAbort);
+        clearTimeout(killTimer);
+      };
+      t.busy = {
+        id,
+        onProgress,
+        resolve: (r) => {
+          done();
+          resolve(r);
         },
-      );
-      worker.on('error', (err) => settle(() => reject(err)));
-      worker.on('exit', (code) =>
-        settle(() => reject(new Error(`conversion thread exited with code ${code}`))),
-      );
+        reject: (e) => {
+          done();
+          reject(e);
+        },
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      t.worker.postMessage({ type: 'convert', id, logPath, options: plain });
     });
+  };
+
+  return {
+    convert,
+    async close() {
+      closed = true;
+      for (const w of waiting.splice(0)) w();
+      await Promise.all([...threads].map((t) => t.worker.terminate()));
+    },
   };
 }

@@ -1,39 +1,52 @@
 /**
- * worker_threads entry: runs one convertSegment off the main thread, because codec calls are
- * synchronous and would otherwise starve BullMQ's lock renewal and the other jobs.
- * Messages to the parent: { type: 'progress', done, total } | { type: 'done', report } |
- * { type: 'error', error }. From the parent: { type: 'abort' }.
+ * worker_threads entry: runs convertSegment calls off the main thread, because codec calls are
+ * synchronous and would otherwise starve BullMQ's lock renewal and the other jobs. One thread
+ * runs one conversion at a time and is reused (loading the native codecs costs ~0.2 s).
+ * From the parent: { type: 'convert', id, logPath, options } | { type: 'abort', id }.
+ * To the parent: { type: 'progress', id, done, total } | { type: 'done', id, report } |
+ * { type: 'error', id, error }.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { errorJson } from './classify.js';
 import { loadSegmentApi } from './segment-api.js';
 import type { ConvertOptions } from './types.js';
 
-const { logPath, options, progressIntervalMs } = workerData as {
-  logPath: string;
-  options: Omit<ConvertOptions, 'signal' | 'onProgress'>;
-  progressIntervalMs: number;
-};
-const controller = new AbortController();
-parentPort!.on('message', (m: { type?: string }) => {
-  if (m?.type === 'abort') controller.abort(new Error('conversion aborted (worker shutting down)'));
-});
+const { progressIntervalMs } = (workerData ?? {}) as { progressIntervalMs?: number };
+const api = loadSegmentApi();
+const controllers = new Map<number, AbortController>();
 
-let last = 0;
-const { convertSegment } = await loadSegmentApi();
-convertSegment(logPath, {
-  ...options,
-  signal: controller.signal,
-  onProgress: (done: number, total?: number) => {
-    const now = Date.now();
-    if (now - last < progressIntervalMs && done !== total) return;
-    last = now;
-    parentPort!.postMessage({ type: 'progress', done, total });
-  },
-}).then(
-  (report) => parentPort!.postMessage({ type: 'done', report: serializeReport(report) }),
-  (err) => parentPort!.postMessage({ type: 'error', error: serializeError(err) }),
-);
+type Message =
+  | { type: 'convert'; id: number; logPath: string; options: Omit<ConvertOptions, 'signal' | 'onProgress'> }
+  | { type: 'abort'; id: number };
+
+parentPort!.on('message', (m: Message) => {
+  if (m.type === 'abort') {
+    controllers.get(m.id)?.abort(new Error('conversion aborted (worker shutting down)'));
+    return;
+  }
+  if (m.type !== 'convert') return;
+  const controller = new AbortController();
+  controllers.set(m.id, controller);
+  let last = 0;
+  api
+    .then(({ convertSegment }) =>
+      convertSegment(m.logPath, {
+        ...m.options,
+        signal: controller.signal,
+        onProgress: (done: number, total?: number) => {
+          const now = Date.now();
+          if (now - last < (progressIntervalMs ?? 250) && done !== total) return;
+          last = now;
+          parentPort!.postMessage({ type: 'progress', id: m.id, done, total });
+        },
+      }),
+    )
+    .then(
+      (report) => parentPort!.postMessage({ type: 'done', id: m.id, report: serializeReport(report) }),
+      (err) => parentPort!.postMessage({ type: 'error', id: m.id, error: serializeError(err) }),
+    )
+    .finally(() => controllers.delete(m.id));
+});
 
 function serializeError(err: unknown): Record<string, unknown> {
   const e = err as {

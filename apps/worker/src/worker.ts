@@ -3,7 +3,7 @@ import type { Logger, SegliftMetrics } from '@seglift/observability';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { createProcessor, type JobResult } from './processor.js';
-import { threadConvert } from './run-thread.js';
+import { threadPool } from './run-thread.js';
 import { loadSegmentApi } from './segment-api.js';
 import type { ConvertFn } from './types.js';
 
@@ -42,7 +42,8 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerHa
     options.convert !== undefined && options.recoverLeftovers !== undefined
       ? undefined
       : await loadSegmentApi();
-  const convert = options.convert ?? threadConvert();
+  const pool = options.convert === undefined ? threadPool({ size: config.worker.concurrency }) : undefined;
+  const convert = options.convert ?? pool!.convert;
   const recoverLeftovers = options.recoverLeftovers ?? api!.recoverLeftovers;
   const redis = createRedis(config.redis.url);
   redis.on('error', (err) => logger.debug({ err }, 'redis error'));
@@ -57,8 +58,11 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerHa
     shutdown: shutdownController.signal,
     lockedRetryMs: options.lockedRetryMs,
   });
+  // BullMQ never closes a connection it was given: shutdown() does.
+  const bullConnection = createRedis(config.redis.url);
+  bullConnection.on('error', (err) => logger.debug({ err }, 'redis error'));
   const worker = new Worker<SegmentJobData, JobResult>(config.queue.name, processor, {
-    connection: createRedis(config.redis.url),
+    connection: bullConnection,
     prefix: config.queue.prefix,
     concurrency: config.worker.concurrency,
     lockDuration: config.worker.lockDurationMs,
@@ -86,7 +90,9 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerHa
           await closing;
         } finally {
           clearTimeout(timer);
+          await pool?.close();
           redis.disconnect();
+          bullConnection.disconnect();
         }
       })();
       return shuttingDown;
