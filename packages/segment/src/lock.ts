@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { link, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import { SegmentIoError } from './errors.js';
 import { removeIfExists, writeFileSynced } from './fs-util.js';
-import { LOCK_SUFFIX } from './names.js';
+import { LOCK_SUFFIX, TMP_SUFFIX } from './names.js';
 
 export interface LockInfo {
   pid: number;
@@ -49,9 +49,37 @@ export function isStaleLock(info: LockInfo | undefined): boolean {
 }
 
 /**
- * Exclusive per-segment lock `<base>.log.seglift.lock`, created with O_EXCL, holding pid, host and a
- * token (threads of one process share the pid, the token tells them apart). A stale lock is
- * replaced once; a live one -> SegmentIoError.
+ * Removes a lock judged stale. Several runs can judge the same stale lock at once; a plain unlink
+ * by a slower one would delete the lock a faster one has just taken, and both would convert. So
+ * only the run that creates the takeover file named after the stale token may remove it, and
+ * only while the lock still holds that token (nobody can replace a present lock: link() never
+ * overwrites). Taking the lock is then a normal link() that any run may win.
+ */
+async function removeStaleLock(
+  lockPath: string,
+  stale: LockInfo | undefined,
+  pending: string,
+): Promise<void> {
+  const takeover = `${lockPath}.takeover-${stale?.token ?? 'unreadable'}${TMP_SUFFIX}`;
+  try {
+    await link(pending, takeover);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return;
+    throw err;
+  }
+  try {
+    const current = await readLock(lockPath);
+    if (current?.token === stale?.token) await removeIfExists(lockPath);
+  } finally {
+    await removeIfExists(takeover);
+  }
+}
+
+/**
+ * Exclusive per-segment lock `<base>.log.seglift.lock`, holding pid, host and a token (threads of
+ * one process share the pid, the token tells them apart). It is written whole under a temporary
+ * name and linked into place (link fails if the lock exists), so no run ever reads a half-written
+ * lock and takes it for a stale one. A stale lock is replaced once; a live one -> SegmentIoError.
  */
 export async function acquireSegmentLock(logPath: string): Promise<SegmentLock> {
   const lockPath = lockPathFor(logPath);
@@ -61,29 +89,36 @@ export async function acquireSegmentLock(logPath: string): Promise<SegmentLock> 
     token: randomUUID(),
     startedAt: new Date().toISOString(),
   };
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      await writeFileSynced(lockPath, JSON.stringify(info), 'wx');
-      return {
-        path: lockPath,
-        token: info.token,
-        release: async () => {
-          const current = await readLock(lockPath);
-          if (current?.token === info.token) await removeIfExists(lockPath);
-        },
-      };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const holder = await readLock(lockPath);
-      if (attempt === 0 && isStaleLock(holder)) {
-        await removeIfExists(lockPath);
-        continue;
+  // A temp name: if a crash leaves it behind, recoverLeftovers deletes it like our other temp files.
+  const pending = `${lockPath}.${info.token}${TMP_SUFFIX}`;
+  await writeFileSynced(pending, JSON.stringify(info), 'wx');
+  try {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await link(pending, lockPath);
+        return {
+          path: lockPath,
+          token: info.token,
+          release: async () => {
+            const current = await readLock(lockPath);
+            if (current?.token === info.token) await removeIfExists(lockPath);
+          },
+        };
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        const holder = await readLock(lockPath);
+        if (attempt === 0 && isStaleLock(holder)) {
+          await removeStaleLock(lockPath, holder, pending);
+          continue;
+        }
+        throw new SegmentIoError(
+          `segment is locked by ${holder ? `pid ${holder.pid} on ${holder.host} since ${holder.startedAt}` : 'another run'}`,
+          { file: lockPath },
+        );
       }
-      throw new SegmentIoError(
-        `segment is locked by ${holder ? `pid ${holder.pid} on ${holder.host} since ${holder.startedAt}` : 'another run'}`,
-        { file: lockPath },
-      );
     }
+  } finally {
+    await removeIfExists(pending);
   }
   throw new SegmentIoError('could not take the segment lock', { file: lockPath });
 }
