@@ -1,0 +1,193 @@
+import {
+  appendFileSync,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { doneMarkerKey, loadConfig, segmentJobId } from '@seglift/config';
+import { type Job, Worker } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  hasRedisServer,
+  NO_REDIS_MESSAGE,
+  startRedis,
+  type TestRedis,
+} from '../../../config/src/test-support/redis.js';
+import { runOnce } from './once.js';
+import { createRedis, enqueueSegments, openQueue } from './queue.js';
+import { scanRoots } from './scan.js';
+import { startWatching } from './watch.js';
+
+if (!hasRedisServer) console.warn(NO_REDIS_MESSAGE);
+
+const seg = (n: number) => `${String(n).padStart(20, '0')}.log`;
+
+describe('segmentJobId', () => {
+  it('is deterministic, BullMQ-safe and changes with size or mtime', () => {
+    const a = segmentJobId({ path: '/data/t-0/00000000000000000000.log', size: 10, mtimeMs: 1000.7 });
+    expect(a).toMatch(/^seg-[0-9a-f]{40}$/);
+    expect(segmentJobId({ path: '/data/t-0/00000000000000000000.log', size: 10, mtimeMs: 1000.2 })).toBe(a);
+    expect(segmentJobId({ path: '/data/t-0/00000000000000000000.log', size: 11, mtimeMs: 1000 })).not.toBe(a);
+    expect(segmentJobId({ path: '/data/t-0/00000000000000000000.log', size: 10, mtimeMs: 2000 })).not.toBe(a);
+    expect(segmentJobId({ path: '/data/t-1/00000000000000000000.log', size: 10, mtimeMs: 1000 })).not.toBe(a);
+  });
+});
+
+describe.skipIf(!hasRedisServer)('watcher with a real Redis', () => {
+  let redis: TestRedis;
+  const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'seglift-watcher-')));
+  let n = 0;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+    rmSync(tmp, { recursive: true, force: true });
+  });
+
+  function setup(overrides: Record<string, unknown> = {}) {
+    const name = `w${++n}`;
+    const root = join(tmp, name);
+    const config = loadConfig({
+      env: {},
+      flags: {
+        roots: [root],
+        'redis.url': redis.url,
+        'queue.name': name,
+        'log.level': 'silent',
+        ...overrides,
+      },
+    });
+    const conn = createRedis(redis.url);
+    const queue = openQueue(config, conn);
+    return { name, root, config, conn, queue };
+  }
+
+  function files(dir: string, names: string[]) {
+    mkdirSync(dir, { recursive: true });
+    for (const f of names) writeFileSync(join(dir, f), `bytes of ${f}`);
+  }
+
+  it('never queues a segment twice, across restarts and a second watcher; skips done markers', async () => {
+    const { root, config, conn, queue } = setup();
+    files(join(root, 't-0'), [seg(0), seg(10), seg(20)]);
+    files(join(root, 't-1'), [seg(0), seg(5)]);
+    const scan = await scanRoots(config.roots, config.readiness);
+    expect(scan.ready).toHaveLength(3);
+    const first = await enqueueSegments(queue, conn, config, scan.ready);
+    expect(first.jobIds.map((j) => j.path)).toEqual(scan.ready.map((s) => s.path));
+    // A second watcher (own connection) and a restarted one add nothing new.
+    const conn2 = createRedis(redis.url);
+    const queue2 = openQueue(config, conn2);
+    await enqueueSegments(queue2, conn2, config, (await scanRoots(config.roots, config.readiness)).ready);
+    await enqueueSegments(queue, conn, config, scan.ready);
+    expect(await queue.getJobCounts('waiting', 'active', 'delayed')).toEqual({
+      waiting: 3,
+      active: 0,
+      delayed: 0,
+    });
+    const jobs = await queue.getJobs(['waiting']);
+    expect(jobs.map((j) => j.id).sort()).toEqual(first.jobIds.map((j) => j.id).sort());
+    expect(jobs.find((j) => j.data.path === join(root, 't-0', seg(0)))?.opts).toMatchObject({
+      attempts: 5,
+      backoff: { type: 'exponential', delay: 5000 },
+    });
+    // The worker marks the converted state done: that state is not queued again.
+    await conn.set(doneMarkerKey(config, first.jobIds[0].id), '1');
+    await queue.obliterate({ force: true });
+    const again = await enqueueSegments(queue, conn, config, scan.ready);
+    expect(again.alreadyDone).toBe(1);
+    expect(again.jobIds).toHaveLength(2);
+    await Promise.all([queue.close(), queue2.close()]);
+    conn.disconnect();
+    conn2.disconnect();
+  });
+
+  it('--once --wait: succeeds only when every job succeeded', async () => {
+    const { name, root, config, conn, queue } = setup();
+    files(join(root, 'ok-0'), [seg(0), seg(10)]);
+    files(join(root, 'bad-0'), [seg(0), seg(10)]);
+    const worker = new Worker(
+      name,
+      async (job: Job) => {
+        if (String(job.data.path).includes('bad-0')) throw new Error('{"code":"CRC_MISMATCH"}');
+        return { result: 'converted' };
+      },
+      { connection: createRedis(redis.url), prefix: config.queue.prefix },
+    );
+    const cfg = { ...config, worker: { ...config.worker, attempts: 1 } };
+    const r = await runOnce({ config: cfg, queue, redis: conn, wait: true, pollMs: 50 });
+    expect(r).toMatchObject({ partitions: 2, ready: 2, notReady: 2, queued: 2, succeeded: 1, ok: false });
+    expect(r.failed).toEqual([
+      {
+        id: segmentJobId({ path: join(root, 'bad-0', seg(0)), ...statOf(join(root, 'bad-0', seg(0))) }),
+        path: join(root, 'bad-0', seg(0)),
+        reason: '{"code":"CRC_MISMATCH"}',
+      },
+    ]);
+    await worker.close();
+    await queue.close();
+    conn.disconnect();
+  });
+
+  it('watch mode queues a segment when the next one rolls, and an archive segment once quiet', async () => {
+    const { root, config, conn, queue } = setup({ 'readiness.requireRolled': true });
+    const dir = join(root, 'live-0');
+    files(dir, [seg(0)]);
+    const evaluated: Array<[string, number]> = [];
+    const h = startWatching({
+      config,
+      queue,
+      redis: conn,
+      debounceMs: 50,
+      onEvaluated: (d, q) => evaluated.push([d, q]),
+    });
+    await h.ready;
+    await until(() => evaluated.length >= 1);
+    expect(await queue.count()).toBe(0); // only the active segment
+    appendFileSync(join(dir, seg(0)), 'more');
+    files(dir, [seg(100)]);
+    await until(() => evaluated.some(([, q]) => q === 1));
+    const jobs = await queue.getJobs(['waiting']);
+    expect(jobs.map((j) => j.data.path)).toEqual([join(dir, seg(0))]);
+    // Temp files and -delete dirs are ignored.
+    files(dir, [`${seg(0)}.swap`, `${seg(100)}.cleaned`]);
+    files(join(root, 'live-0.abc-delete'), [seg(0), seg(1)]);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await queue.count()).toBe(1);
+    await h.close();
+
+    const arch = setup({ 'readiness.requireRolled': false, 'readiness.quietMs': 400 });
+    files(join(arch.root, 'old-0'), [seg(0)]);
+    const t = Date.now() / 1000;
+    utimesSync(join(arch.root, 'old-0', seg(0)), t, t);
+    const h2 = startWatching({ config: arch.config, queue: arch.queue, redis: arch.conn, debounceMs: 20 });
+    await h2.ready;
+    await new Promise((r) => setTimeout(r, 150));
+    expect(await arch.queue.count()).toBe(0);
+    await until(async () => (await arch.queue.count()) === 1);
+    await h2.close();
+    await Promise.all([queue.close(), arch.queue.close()]);
+    conn.disconnect();
+    arch.conn.disconnect();
+  });
+});
+
+function statOf(p: string) {
+  const s = statSync(p);
+  return { size: s.size, mtimeMs: s.mtimeMs };
+}
+
+async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
