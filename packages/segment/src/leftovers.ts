@@ -2,7 +2,14 @@ import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fsyncDir, removeIfExists } from './fs-util.js';
 import { isStaleLock, lockPathFor, readLock } from './lock.js';
-import { formatBaseOffset, MARKER_SUFFIX, SWAP_SUFFIX, segmentPaths, TMP_SUFFIX } from './names.js';
+import {
+  formatBaseOffset,
+  LOCK_SUFFIX,
+  MARKER_SUFFIX,
+  SWAP_SUFFIX,
+  segmentPaths,
+  TMP_SUFFIX,
+} from './names.js';
 import { completeSwap, KEPT, markerPath, readMarker, swapPath, tmpPath } from './swap.js';
 
 export interface LeftoverReport {
@@ -66,7 +73,16 @@ export async function recoverLeftovers(
       report.locked.push(prefix);
       continue;
     }
-    const ours = names.filter((n) => n.startsWith(`${prefix}.`));
+    // Temp files of acquireSegmentLock (pending and takeover locks) belong to whichever run wrote
+    // them, possibly another one taking the lock right now: removed only once that run is gone.
+    const lockTemps = names.filter((n) => n.startsWith(`${prefix}${LOCK_SUFFIX}.`));
+    for (const n of lockTemps) {
+      if (isStaleLock(await readLock(path.join(partitionDir, n)))) {
+        if (await removeIfExists(path.join(partitionDir, n))) report.removed.push(n);
+        changed = true;
+      }
+    }
+    const ours = names.filter((n) => n.startsWith(`${prefix}.`) && !lockTemps.includes(n));
     const marker = await readMarker(p);
     if (marker === undefined) {
       for (const n of ours) {

@@ -23,10 +23,23 @@ export function lockPathFor(logPath: string): string {
 }
 
 export async function readLock(lockPath: string): Promise<LockInfo | undefined> {
+  const s = await lockState(lockPath);
+  return typeof s === 'object' ? s : undefined;
+}
+
+/** A missing lock (released meanwhile) is not an unreadable (corrupt) one: never confuse them. */
+async function lockState(lockPath: string): Promise<LockInfo | 'absent' | 'unreadable'> {
+  let text: string;
   try {
-    return JSON.parse(await readFile(lockPath, 'utf8')) as LockInfo;
+    text = await readFile(lockPath, 'utf8');
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'absent' : 'unreadable';
+  }
+  try {
+    const info = JSON.parse(text) as LockInfo;
+    return typeof info?.token === 'string' ? info : 'unreadable';
   } catch {
-    return undefined;
+    return 'unreadable';
   }
 }
 
@@ -57,10 +70,11 @@ export function isStaleLock(info: LockInfo | undefined): boolean {
  */
 async function removeStaleLock(
   lockPath: string,
-  stale: LockInfo | undefined,
+  stale: LockInfo | 'unreadable',
   pending: string,
 ): Promise<void> {
-  const takeover = `${lockPath}.takeover-${stale?.token ?? 'unreadable'}${TMP_SUFFIX}`;
+  const staleToken = stale === 'unreadable' ? 'unreadable' : stale.token;
+  const takeover = `${lockPath}.takeover-${staleToken}${TMP_SUFFIX}`;
   try {
     await link(pending, takeover);
   } catch (err) {
@@ -68,8 +82,12 @@ async function removeStaleLock(
     throw err;
   }
   try {
-    const current = await readLock(lockPath);
-    if (current?.token === stale?.token) await removeIfExists(lockPath);
+    const current = await lockState(lockPath);
+    const same =
+      stale === 'unreadable'
+        ? current === 'unreadable'
+        : typeof current === 'object' && current.token === staleToken;
+    if (same) await removeIfExists(lockPath);
   } finally {
     await removeIfExists(takeover);
   }
@@ -93,7 +111,8 @@ export async function acquireSegmentLock(logPath: string): Promise<SegmentLock> 
   const pending = `${lockPath}.${info.token}${TMP_SUFFIX}`;
   await writeFileSynced(pending, JSON.stringify(info), 'wx');
   try {
-    for (let attempt = 0; attempt < 2; attempt++) {
+    let tookOver = false;
+    for (let attempt = 0; attempt < 4; attempt++) {
       try {
         await link(pending, lockPath);
         return {
@@ -106,9 +125,12 @@ export async function acquireSegmentLock(logPath: string): Promise<SegmentLock> 
         };
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-        const holder = await readLock(lockPath);
-        if (attempt === 0 && isStaleLock(holder)) {
-          await removeStaleLock(lockPath, holder, pending);
+        const state = await lockState(lockPath);
+        if (state === 'absent') continue; // released meanwhile: try again
+        const holder = state === 'unreadable' ? undefined : state;
+        if (!tookOver && isStaleLock(holder)) {
+          tookOver = true;
+          await removeStaleLock(lockPath, state, pending);
           continue;
         }
         throw new SegmentIoError(
