@@ -2,14 +2,18 @@
 /**
  * seglift-worker: converts queued segments with @seglift/segment.
  *   seglift-worker [--config FILE] [--root DIR]... [--redis-url URL] [--concurrency N]
+ *                  [--exit-when-drained [--idle-ms MS]]
+ * --exit-when-drained: exit 0 once the queue has had no waiting, delayed or active job for
+ * idle-ms (default 30 s), for Kubernetes work-queue Jobs started beside `seglift-watcher --once`.
  * SIGTERM/SIGINT: stop taking jobs, let running conversions finish within
  * worker.shutdownGraceMs, abort (and requeue) the rest, exit 0.
  * Exit codes: 0 ok, 1 runtime error, 2 bad configuration.
  */
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '@seglift/config';
+import { type Config, ConfigError, loadConfig } from '@seglift/config';
 import { createLogger, createMetrics, startHttpServer } from '@seglift/observability';
-import { startWorker } from './worker.js';
+import { Queue } from 'bullmq';
+import { createRedis, startWorker } from './worker.js';
 
 async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -20,12 +24,15 @@ async function main(argv: string[]): Promise<number> {
       'redis-url': { type: 'string' },
       concurrency: { type: 'string' },
       'log-level': { type: 'string' },
+      'exit-when-drained': { type: 'boolean', default: false },
+      'idle-ms': { type: 'string', default: '30000' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
   if (values.help) {
     process.stdout.write(
-      'usage: seglift-worker [--config FILE] [--root DIR]... [--redis-url URL] [--concurrency N] [--log-level L]\n',
+      'usage: seglift-worker [--config FILE] [--root DIR]... [--redis-url URL] [--concurrency N] [--log-level L]\n' +
+        '                      [--exit-when-drained [--idle-ms MS]]\n',
     );
     return 0;
   }
@@ -71,9 +78,13 @@ async function main(argv: string[]): Promise<number> {
     },
     'worker started',
   );
+  const idleMs = Number(values['idle-ms']);
   const signal = await new Promise<string>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));
     process.once('SIGINT', () => resolve('SIGINT'));
+    if (values['exit-when-drained']) {
+      void waitUntilDrained(config, Number.isFinite(idleMs) ? idleMs : 30_000).then(() => resolve('drained'));
+    }
   });
   logger.info({ signal }, 'stopping: no new jobs, finishing running conversions');
   // Last resort if Redis never comes back while closing.
@@ -86,6 +97,27 @@ async function main(argv: string[]): Promise<number> {
   await server.close();
   logger.info('stopped');
   return 0;
+}
+
+/** Resolves once the queue had no waiting/delayed/active job for `idleMs` straight. */
+async function waitUntilDrained(config: Config, idleMs: number): Promise<void> {
+  const conn = createRedis(config.redis.url);
+  conn.on('error', () => {});
+  const queue = new Queue(config.queue.name, { connection: conn, prefix: config.queue.prefix });
+  let idleSince: number | undefined;
+  try {
+    for (;;) {
+      const c = await queue.getJobCounts('waiting', 'delayed', 'active', 'prioritized');
+      const busy = Object.values(c).reduce((a, b) => a + b, 0);
+      if (busy > 0) idleSince = undefined;
+      else idleSince ??= Date.now();
+      if (idleSince !== undefined && Date.now() - idleSince >= idleMs) return;
+      await new Promise((r) => setTimeout(r, Math.min(1000, Math.max(50, idleMs / 4))));
+    }
+  } finally {
+    await queue.close();
+    conn.disconnect();
+  }
 }
 
 main(process.argv.slice(2)).then(
