@@ -173,6 +173,19 @@ describe.skipIf(!hasRedisServer)('watcher with a real Redis', () => {
     expect(await arch.queue.count()).toBe(0);
     await until(async () => (await arch.queue.count()) === 1);
     await h2.close();
+
+    // The periodic rescan puts back what a Redis restart lost.
+    await arch.queue.obliterate({ force: true });
+    const h3 = startWatching({
+      config: arch.config,
+      queue: arch.queue,
+      redis: arch.conn,
+      debounceMs: 60_000,
+      rescanMs: 100,
+    });
+    await h3.ready;
+    await until(async () => (await arch.queue.count()) === 1);
+    await h3.close();
     await Promise.all([queue.close(), arch.queue.close()]);
     conn.disconnect();
     arch.conn.disconnect();

@@ -6,7 +6,7 @@ import type { Queue } from 'bullmq';
 import { watch } from 'chokidar';
 import type { Redis } from 'ioredis';
 import { enqueueSegments } from './queue.js';
-import { evaluatePartition, SEGMENT_LOG_RE, SKIPPED_DIR_RE } from './scan.js';
+import { evaluatePartition, SEGMENT_LOG_RE, SKIPPED_DIR_RE, scanRoots } from './scan.js';
 
 export interface WatchOptions {
   config: Config;
@@ -16,6 +16,11 @@ export interface WatchOptions {
   /** Quiet time after the last event in a directory before it is evaluated. */
   debounceMs?: number;
   maxDepth?: number;
+  /**
+   * Full readdir rescan interval (default 10 min; 0 = never): catches events missed by the file
+   * watcher and jobs lost with a Redis restart. Idempotent thanks to the deterministic job ids.
+   */
+  rescanMs?: number;
   /** Called after each evaluation (tests). */
   onEvaluated?: (dir: string, queued: number) => void;
 }
@@ -87,10 +92,30 @@ export function startWatching(options: WatchOptions): WatchHandle {
   watcher.on('error', (err) => logger?.error({ err }, 'watch error'));
   const ready = new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
 
+  let rescanning = false;
+  const rescanMs = options.rescanMs ?? 600_000;
+  const rescan =
+    rescanMs > 0
+      ? setInterval(() => {
+          if (rescanning || closed) return;
+          rescanning = true;
+          scanRoots(config.roots, config.readiness)
+            .then((scan) => enqueueSegments(queue, redis, config, scan.ready))
+            .then((r) => {
+              if (r.jobIds.length > 0) logger?.info({ queued: r.jobIds.length }, 'rescan queued segments');
+            })
+            .catch((err) => logger?.error({ err }, 'rescan failed'))
+            .finally(() => {
+              rescanning = false;
+            });
+        }, rescanMs)
+      : undefined;
+
   return {
     ready,
     async close() {
       closed = true;
+      clearInterval(rescan);
       for (const t of [...timers.values(), ...rechecks.values()]) clearTimeout(t);
       await watcher.close();
     },
