@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { link, readFile } from 'node:fs/promises';
+import { link, readFile, stat, utimes } from 'node:fs/promises';
 import os from 'node:os';
 import { SegmentIoError } from './errors.js';
 import { removeIfExists, writeFileSynced } from './fs-util.js';
@@ -10,7 +10,18 @@ export interface LockInfo {
   host: string;
   token: string;
   startedAt: string;
+  /** The lock file's mtime when read: the holder touches it every LOCK_HEARTBEAT_MS. */
+  mtimeMs?: number;
 }
+
+/** How often a holder touches its lock file. */
+export const LOCK_HEARTBEAT_MS = 10_000;
+/**
+ * A lock not touched for this long is stale whoever took it: a worker pod killed with SIGKILL on
+ * another node (another host name, another pid namespace) can never be seen to be dead, and its
+ * lock must not block the segment forever. Generous against clock skew on shared storage.
+ */
+export const LOCK_STALE_AFTER_MS = 120_000;
 
 export interface SegmentLock {
   path: string;
@@ -35,12 +46,20 @@ async function lockState(lockPath: string): Promise<LockInfo | 'absent' | 'unrea
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'absent' : 'unreadable';
   }
+  let info: LockInfo;
   try {
-    const info = JSON.parse(text) as LockInfo;
-    return typeof info?.token === 'string' ? info : 'unreadable';
+    info = JSON.parse(text) as LockInfo;
   } catch {
     return 'unreadable';
   }
+  if (typeof info?.token !== 'string') return 'unreadable';
+  try {
+    info.mtimeMs = (await stat(lockPath)).mtimeMs;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'absent';
+    throw err;
+  }
+  return info;
 }
 
 function pidAlive(pid: number): boolean {
@@ -53,12 +72,13 @@ function pidAlive(pid: number): boolean {
 }
 
 /**
- * A lock is stale when it was taken on this host by a process that is gone. A lock from another
- * host (shared storage) is never considered stale: we cannot see its process.
+ * A lock is stale when it was taken on this host by a process that is gone, or when its holder
+ * has not touched it for LOCK_STALE_AFTER_MS (a holder on another host that died).
  */
-export function isStaleLock(info: LockInfo | undefined): boolean {
+export function isStaleLock(info: LockInfo | undefined, now = Date.now()): boolean {
   if (info === undefined) return true;
-  return info.host === os.hostname() && !pidAlive(info.pid);
+  if (info.host === os.hostname() && !pidAlive(info.pid)) return true;
+  return info.mtimeMs !== undefined && now - info.mtimeMs > LOCK_STALE_AFTER_MS;
 }
 
 /**
@@ -115,10 +135,16 @@ export async function acquireSegmentLock(logPath: string): Promise<SegmentLock> 
     for (let attempt = 0; attempt < 4; attempt++) {
       try {
         await link(pending, lockPath);
+        const heartbeat = setInterval(() => {
+          const now = new Date();
+          utimes(lockPath, now, now).catch(() => {});
+        }, LOCK_HEARTBEAT_MS);
+        heartbeat.unref();
         return {
           path: lockPath,
           token: info.token,
           release: async () => {
+            clearInterval(heartbeat);
             const current = await readLock(lockPath);
             if (current?.token === info.token) await removeIfExists(lockPath);
           },
