@@ -12,4 +12,10 @@ export { createProcessor, type JobResult, type ProcessorDeps } from './processor
 export { ThreadError, type ThreadPool, type ThreadPoolOptions, threadPool } from './run-thread.js';
 export { loadSegmentApi, type SegmentApi } from './segment-api.js';
 export type { CodecName, ConvertFn, ConvertOptions, SegmentReportLike } from './types.js';
-export { createRedis, type StartWorkerOptions, startWorker, type WorkerHandle } from './worker.js';
+export {
+  createRedis,
+  type StartWorkerOptions,
+  startWorker,
+  type WorkerHandle,
+  waitForRedis,
+} from './worker.js';

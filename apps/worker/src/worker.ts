@@ -16,6 +16,33 @@ export function createRedis(url: string): Redis {
   });
 }
 
+/**
+ * Resolves once Redis at `url` answers PING; rejects after `timeoutMs` (unreachable) or at once
+ * when Redis refuses the command (wrong password). Closes its own connection either way.
+ */
+export async function waitForRedis(url: string, timeoutMs: number): Promise<void> {
+  const redis = createRedis(url);
+  redis.on('error', () => {});
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new Error(
+            `Redis did not answer within ${timeoutMs} ms (${redis.options.host}:${redis.options.port})`,
+          ),
+        ),
+      timeoutMs,
+    );
+  });
+  try {
+    await Promise.race([redis.ping(), timeout]);
+  } finally {
+    clearTimeout(timer);
+    redis.disconnect();
+  }
+}
+
 export interface StartWorkerOptions {
   config: Config;
   logger: Logger;
