@@ -1,5 +1,12 @@
 export { type RunOnceOptions, type RunOnceResult, runOnce } from './once.js';
-export { createRedis, type EnqueueResult, enqueueSegments, jobOptions, openQueue } from './queue.js';
+export {
+  createRedis,
+  type EnqueueResult,
+  enqueueSegments,
+  jobOptions,
+  openQueue,
+  waitForRedis,
+} from './queue.js';
 export {
   evaluatePartition,
   type PartitionVerdict,

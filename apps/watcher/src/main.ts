@@ -1,35 +1,48 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node
+// MALLOC_ARENA_MAX=2: glibc gives each thread (V8's GC helpers, worker_threads) its own malloc
+// arena; capping them keeps a conversion's peak RSS near its real working set (bench/pipeline).
 /**
  * seglift-watcher: queues finished Kafka segments for the seglift workers.
  *   seglift-watcher [--config FILE] [--root DIR]... [--redis-url URL] [--once [--wait]]
- * Exit codes: 0 ok, 1 some job failed (--once --wait) or runtime error, 2 bad configuration.
+ *                   [--redis-timeout-ms MS]
+ * Exit codes, as the seglift CLI's: 0 ok (with --once --wait: every job succeeded), 1 some
+ * segments failed (the workers gave up on them: retrying the Job will not help), 2 usage or
+ * configuration error, 3 runtime error (Redis unreachable at start, jobs lost by Redis, internal).
  */
 import { realpathSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '@seglift/config';
 import { createLogger, createMetrics, setQueueCounts, startHttpServer } from '@seglift/observability';
 import { runOnce } from './once.js';
-import { createRedis, openQueue } from './queue.js';
+import { createRedis, openQueue, waitForRedis } from './queue.js';
 import { startWatching } from './watch.js';
 
+const EXIT_OK = 0;
+const EXIT_SEGMENTS_FAILED = 1;
+const EXIT_USAGE = 2;
+const EXIT_RUNTIME = 3;
+
+const USAGE =
+  'usage: seglift-watcher [--config FILE] [--root DIR]... [--redis-url URL] [--once [--wait]]\n' +
+  '                       [--redis-timeout-ms MS] [--log-level L]\n';
+
 async function main(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      config: { type: 'string', short: 'c' },
-      root: { type: 'string', multiple: true },
-      'redis-url': { type: 'string' },
-      once: { type: 'boolean', default: false },
-      wait: { type: 'boolean', default: false },
-      'log-level': { type: 'string' },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-  });
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (err) {
+    process.stderr.write(`seglift-watcher: ${(err as Error).message}\n${USAGE}`);
+    return EXIT_USAGE;
+  }
+  const { values } = parsed;
   if (values.help) {
-    process.stdout.write(
-      'usage: seglift-watcher [--config FILE] [--root DIR]... [--redis-url URL] [--once [--wait]] [--log-level L]\n',
-    );
-    return 0;
+    process.stdout.write(USAGE);
+    return EXIT_OK;
+  }
+  const redisTimeoutMs = Number(values['redis-timeout-ms']);
+  if (!Number.isInteger(redisTimeoutMs) || redisTimeoutMs <= 0) {
+    process.stderr.write(`seglift-watcher: --redis-timeout-ms must be a positive integer\n${USAGE}`);
+    return EXIT_USAGE;
   }
   let config: ReturnType<typeof loadConfig>;
   try {
@@ -42,7 +55,7 @@ async function main(argv: string[]): Promise<number> {
     }
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n`);
-    return 2;
+    return EXIT_USAGE;
   }
   const logger = createLogger({
     name: 'seglift-watcher',
@@ -51,6 +64,13 @@ async function main(argv: string[]): Promise<number> {
   });
   const redis = createRedis(config.redis.url);
   redis.on('error', (err) => logger.warn({ err }, 'redis error'));
+  try {
+    await waitForRedis(redis, redisTimeoutMs);
+  } catch (err) {
+    logger.error({ err }, 'Redis unreachable');
+    redis.disconnect();
+    return EXIT_RUNTIME;
+  }
   const queue = openQueue(config, redis);
   queue.on('error', (err) => logger.warn({ err }, 'queue error'));
 
@@ -59,6 +79,8 @@ async function main(argv: string[]): Promise<number> {
       const result = await runOnce({ config, queue, redis, logger, wait: values.wait });
       for (const f of result.failed)
         logger.error({ jobId: f.id, segment: f.path, reason: f.reason }, 'job failed');
+      for (const l of result.lost)
+        logger.error({ jobId: l.id, segment: l.path }, 'job kept disappearing from the queue');
       logger.info(
         {
           partitions: result.partitions,
@@ -67,10 +89,13 @@ async function main(argv: string[]): Promise<number> {
           alreadyDone: result.alreadyDone,
           succeeded: result.succeeded,
           failed: result.failed.length,
+          lost: result.lost.length,
         },
         values.wait ? 'run finished' : 'scan finished',
       );
-      return result.ok ? 0 : 1;
+      // Bad segments win over lost jobs: a rerun would fail on them again.
+      if (result.failed.length > 0) return EXIT_SEGMENTS_FAILED;
+      return result.lost.length > 0 ? EXIT_RUNTIME : EXIT_OK;
     } finally {
       await queue.close();
       redis.disconnect();
@@ -112,7 +137,23 @@ async function main(argv: string[]): Promise<number> {
   await server.close();
   await queue.close();
   redis.disconnect();
-  return 0;
+  return EXIT_OK;
+}
+
+function parse(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    options: {
+      config: { type: 'string', short: 'c' },
+      root: { type: 'string', multiple: true },
+      'redis-url': { type: 'string' },
+      once: { type: 'boolean', default: false },
+      wait: { type: 'boolean', default: false },
+      'redis-timeout-ms': { type: 'string', default: '60000' },
+      'log-level': { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
 }
 
 main(process.argv.slice(2)).then(
@@ -121,6 +162,7 @@ main(process.argv.slice(2)).then(
   },
   (err) => {
     process.stderr.write(`seglift-watcher: ${(err as Error)?.stack ?? err}\n`);
-    process.exitCode = 1;
+    // exit(), not exitCode: an open Redis connection or watcher would keep the process alive.
+    process.exit(EXIT_RUNTIME);
   },
 );

@@ -24,7 +24,10 @@ export interface RunOnceResult {
   queued: number;
   /** Filled with `wait`. */
   succeeded: number;
+  /** With `wait`: jobs the workers failed (bad segment, or a retryable error after every attempt). */
   failed: Array<{ id: string; path: string; reason: string }>;
+  /** With `wait`: jobs that vanished from the queue more than 5 times (Redis keeps losing them). */
+  lost: Array<{ id: string; path: string }>;
   /** With `wait`: every job succeeded. Without: the scan and enqueue worked. */
   ok: boolean;
 }
@@ -44,6 +47,7 @@ export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
     queued: enq.jobIds.length,
     succeeded: 0,
     failed: [],
+    lost: [],
     ok: true,
   };
   logger?.info(
@@ -88,7 +92,7 @@ export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
         const seg = byId.get(id);
         if (n > 5 || seg === undefined) {
           pending.delete(id);
-          result.failed.push({ id, path, reason: 'job disappeared from the queue' });
+          result.lost.push({ id, path });
         } else {
           logger?.warn({ jobId: id, segment: path }, 'job vanished from the queue; queueing it again');
           await queue.add(
@@ -109,7 +113,7 @@ export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
     }
     await new Promise((r) => setTimeout(r, pollMs));
   }
-  result.ok = result.failed.length === 0;
+  result.ok = result.failed.length === 0 && result.lost.length === 0;
   return result;
 }
 

@@ -22,6 +22,31 @@ export function createRedis(url: string): Redis {
   });
 }
 
+/**
+ * Resolves once Redis answers PING; rejects after `timeoutMs` (Redis unreachable) or at once when
+ * it refuses the command (wrong password). Commands otherwise wait forever for a connection
+ * (`maxRetriesPerRequest: null`), which a Job would never report.
+ */
+export async function waitForRedis(redis: Redis, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new Error(
+            `Redis did not answer within ${timeoutMs} ms (${redis.options.host}:${redis.options.port})`,
+          ),
+        ),
+      timeoutMs,
+    );
+  });
+  try {
+    await Promise.race([redis.ping(), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export function openQueue(config: Config, connection: Redis): Queue<SegmentJobData> {
   return new Queue<SegmentJobData>(config.queue.name, { connection, prefix: config.queue.prefix });
 }

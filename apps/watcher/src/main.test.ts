@@ -1,0 +1,127 @@
+/**
+ * The seglift-watcher process (built dist, run `pnpm build` first): exit codes aligned with the
+ * seglift CLI's. --once --wait on a real Redis, with an in-process BullMQ worker standing in for
+ * seglift-worker (it completes or fails jobs by path).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { UnrecoverableError, Worker } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  freePort,
+  hasRedisServer,
+  NO_REDIS_MESSAGE,
+  startRedis,
+  type TestRedis,
+} from '../../../config/src/test-support/redis.js';
+import { createRedis } from './queue.js';
+
+const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
+const WATCHER = join(repoRoot, 'apps/watcher/dist/main.js');
+const built = existsSync(WATCHER);
+if (!hasRedisServer) console.warn(NO_REDIS_MESSAGE);
+
+const seg = (n: number) => `${String(n).padStart(20, '0')}.log`;
+
+function run(args: string[], env: Record<string, string>) {
+  const child: ChildProcess = spawn(process.execPath, [WATCHER, ...args], {
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (d) => {
+    out += String(d);
+  });
+  child.stderr?.on('data', (d) => {
+    out += String(d);
+  });
+  const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
+  return { child, output: () => out, exited };
+}
+
+describe.skipIf(!built)('seglift-watcher exit codes without Redis', () => {
+  const env = { SEGLIFT_ROOTS: '/tmp', SEGLIFT_METRICS_PORT: '0' };
+
+  it('2 on a usage or configuration error, 0 for --help', async () => {
+    expect(await run(['--bogus'], env).exited).toBe(2);
+    expect(await run(['--once', '--redis-timeout-ms', 'x'], env).exited).toBe(2);
+    expect(await run(['--once'], { SEGLIFT_METRICS_PORT: '0' }).exited).toBe(2); // no roots
+    expect(await run(['--once', '--redis-url', 'http://x'], env).exited).toBe(2);
+    const help = run(['--help'], env);
+    expect(await help.exited).toBe(0);
+    expect(help.output()).toContain('--once [--wait]');
+  });
+
+  it('3 when Redis does not answer within --redis-timeout-ms', async () => {
+    const port = await freePort();
+    const p = run(['--once', '--wait', '--redis-timeout-ms', '300'], {
+      ...env,
+      SEGLIFT_REDIS_URL: `redis://127.0.0.1:${port}`,
+    });
+    expect(await p.exited).toBe(3);
+    expect(p.output()).toContain('Redis did not answer within 300 ms');
+  });
+});
+
+describe.skipIf(!hasRedisServer || !built)('seglift-watcher --once --wait exit codes on a real Redis', () => {
+  let redis: TestRedis;
+  const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'seglift-watcher-main-')));
+  let n = 0;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+    rmSync(tmp, { recursive: true, force: true });
+  });
+
+  /** Partitions of two segments each (the first is rolled, so ready); workers fail `bad-*`. */
+  async function runWith(partitions: string[]) {
+    const name = `m${++n}`;
+    const root = join(tmp, name);
+    for (const p of partitions) {
+      mkdirSync(join(root, p), { recursive: true });
+      for (const s of [seg(0), seg(100)]) writeFileSync(join(root, p, s), `data ${p}/${s}`);
+    }
+    const conn = createRedis(redis.url);
+    const worker = new Worker(
+      name,
+      async (job) => {
+        if ((job.data.path as string).includes('/bad-'))
+          throw new UnrecoverableError(JSON.stringify({ code: 'CRC_MISMATCH', file: job.data.path }));
+        return { result: 'converted' };
+      },
+      { connection: conn, prefix: 'seglift' },
+    );
+    try {
+      const p = run(['--once', '--wait'], {
+        SEGLIFT_ROOTS: root,
+        SEGLIFT_REDIS_URL: redis.url,
+        SEGLIFT_QUEUE_NAME: name,
+        SEGLIFT_WORKER_ATTEMPTS: '1',
+        SEGLIFT_LOG_LEVEL: 'info',
+      });
+      return { code: await p.exited, output: p.output(), root };
+    } finally {
+      await worker.close();
+      conn.disconnect();
+    }
+  }
+
+  it('0 when every queued segment succeeded', async () => {
+    const r = await runWith(['t-0', 't-1']);
+    expect(r.code, r.output).toBe(0);
+    expect(r.output).toMatch(/"queued":2,"alreadyDone":0,"succeeded":2,"failed":0,"lost":0/);
+  });
+
+  it('1 when some segment failed (bad input: a retry of the Job would not help), naming it', async () => {
+    const r = await runWith(['t-0', 'bad-0']);
+    expect(r.code, r.output).toBe(1);
+    expect(r.output).toMatch(/"succeeded":1,"failed":1,"lost":0/);
+    expect(r.output).toContain(`"segment":"${join(r.root, 'bad-0', seg(0))}"`);
+    expect(r.output).toContain('CRC_MISMATCH');
+  });
+});
