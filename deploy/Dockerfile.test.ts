@@ -108,6 +108,22 @@ describe('Dockerfile', () => {
     expect(env).toContain('NODE_ENV=production');
   });
 
+  it('caps glibc malloc arenas in the runtime stage, as the programs\' shebangs do outside the image', () => {
+    const env = runtime.body
+      .filter((i) => i.op === 'ENV')
+      .map((i) => i.args)
+      .join(' ');
+    expect(env.split(/\s+/)).toContain('MALLOC_ARENA_MAX=2');
+    // The entrypoint runs `node .../main.js`, so the shebang alone would not apply in the image.
+    expect(readFileSync(join(repoRoot, 'deploy/docker/entrypoint.sh'), 'utf8')).toContain(
+      'exec node /app/worker/dist/main.js',
+    );
+    for (const app of ['cli', 'worker', 'watcher']) {
+      const main = readFileSync(join(repoRoot, 'apps', app, 'src', 'main.ts'), 'utf8');
+      expect(main.split('\n')[0], app).toBe('#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node');
+    }
+  });
+
   it('runs as a non-root numeric user (uid 10001) created in the final stage', () => {
     const users = runtime.body.filter((i) => i.op === 'USER').map((i) => i.args);
     expect(users).toEqual(['10001:10001']);
