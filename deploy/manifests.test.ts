@@ -167,27 +167,45 @@ describe('base: Jobs', () => {
   const watcher = find(base, 'Job', 'seglift-watcher');
   const config = configOf(base);
 
-  it('run the watcher once and wait, and the workers in parallel as a work queue', () => {
+  it('run the watcher once and wait, and the workers in parallel as a work queue that exit when drained', () => {
     expect(container(watcher, 'watcher').args).toEqual(['seglift-watcher', '--once', '--wait']);
     expect(watcher.spec.completions).toBe(1);
-    expect(container(worker, 'worker').args).toEqual(['seglift-worker']);
+    expect(container(worker, 'worker').args).toEqual([
+      'seglift-worker',
+      '--exit-when-drained',
+      '--idle-ms',
+      '120000',
+    ]);
     expect(worker.spec.parallelism).toBe(2);
     expect(worker.spec.completions).toBeUndefined();
     expect(worker.spec.completionMode).toBeUndefined();
   });
 
-  it('ignore node drains and fail at once on a usage error (exit 2)', () => {
-    for (const [job, name] of [
-      [worker, 'worker'],
-      [watcher, 'watcher'],
-    ] as const) {
+  it('ignore node drains; fail at once on bad segments (watcher 1) and usage errors (2); count runtime errors (3) and SIGTERM stops (worker 143)', () => {
+    for (const job of [worker, watcher]) {
       expect(job.spec.template.spec.restartPolicy).toBe('Never');
       expect(job.spec.podReplacementPolicy).toBe('Failed');
-      expect(job.spec.podFailurePolicy.rules).toEqual([
-        { action: 'Ignore', onPodConditions: [{ type: 'DisruptionTarget' }] },
-        { action: 'FailJob', onExitCodes: { containerName: name, operator: 'In', values: [2] } },
-      ]);
     }
+    const exitRule = (action: string, containerName: string, values: number[]) => ({
+      action,
+      onExitCodes: { containerName, operator: 'In', values },
+    });
+    const disruption = { action: 'Ignore', onPodConditions: [{ type: 'DisruptionTarget' }] };
+    // The DisruptionTarget rule comes first: a drained worker exits 143 too, and the first
+    // matching rule decides.
+    expect(watcher.spec.podFailurePolicy.rules).toEqual([
+      disruption,
+      exitRule('FailJob', 'watcher', [1, 2]),
+      exitRule('Count', 'watcher', [3]),
+    ]);
+    expect(worker.spec.podFailurePolicy.rules).toEqual([
+      disruption,
+      exitRule('FailJob', 'worker', [2]),
+      exitRule('Count', 'worker', [3, 143]),
+    ]);
+    // Only the watcher fails on 1: a worker never exits 1 (a bad segment is a failed queue job).
+    expect(worker.spec.backoffLimit).toBe(6);
+    expect(watcher.spec.backoffLimit).toBe(2);
   });
 
   it('give a worker longer than one conversion to finish on SIGTERM', () => {
@@ -361,7 +379,17 @@ describe('overlay archive-bucket', () => {
       const worker = find(docs, 'Job', 'seglift-worker');
       expect(worker.metadata.namespace).toBe('seglift');
       expect(worker.spec.parallelism).toBe(8);
-      expect(worker.spec.podFailurePolicy.rules[0].action).toBe('Ignore');
+      expect(worker.spec.podFailurePolicy.rules.map((r: Obj) => r.action)).toEqual([
+        'Ignore',
+        'FailJob',
+        'Count',
+      ]);
+      expect(worker.spec.template.spec.containers[0].args).toEqual([
+        'seglift-worker',
+        '--exit-when-drained',
+        '--idle-ms',
+        '120000',
+      ]);
       for (const job of [worker, find(docs, 'Job', 'seglift-watcher')]) {
         const s = job.spec.template.spec;
         expect(s.affinity).toBeUndefined();
