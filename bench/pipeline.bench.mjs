@@ -41,7 +41,8 @@ const words = ['order', 'user', 'price', 'created', 'status', 'shipped', 'pendin
 function value(i) {
   const parts = [];
   const n = 4 + Math.floor(rnd() * 12);
-  for (let k = 0; k < n; k++) parts.push(`"${words[Math.floor(rnd() * words.length)]}":${Math.floor(rnd() * 1e6)}`);
+  for (let k = 0; k < n; k++)
+    parts.push(`"${words[Math.floor(rnd() * words.length)]}":${Math.floor(rnd() * 1e6)}`);
   return enc.encode(`{"id":${i},${parts.join(',')},"ref":"${Math.floor(rnd() * 1e12).toString(36)}"}`);
 }
 
@@ -79,7 +80,12 @@ function legacyPool(n) {
   for (let w = 0; w < n; w++) {
     const messages = [];
     for (let j = 0; j < RECORDS_PER_BATCH; j++) {
-      messages.push({ offset: BigInt(j), timestamp: BigInt(1600000000000 + w * 1000 + j), key: enc.encode(`k${j}`), value: value(j) });
+      messages.push({
+        offset: BigInt(j),
+        timestamp: BigInt(1600000000000 + w * 1000 + j),
+        key: enc.encode(`k${j}`),
+        value: value(j),
+      });
     }
     pool.push(legacy.encodeCompressedWrapper({ magic: 1, codec: CompressionType.GZIP, messages }));
   }
@@ -90,7 +96,14 @@ function v2Pool(n) {
   for (let b = 0; b < n; b++) {
     const records = [];
     for (let j = 0; j < RECORDS_PER_BATCH; j++) {
-      records.push({ attributes: 0, timestampDelta: j, offsetDelta: j, key: enc.encode(`k${j}`), value: value(j), headers: [] });
+      records.push({
+        attributes: 0,
+        timestampDelta: j,
+        offsetDelta: j,
+        key: enc.encode(`k${j}`),
+        value: value(j),
+        headers: [],
+      });
     }
     pool.push(
       encodeRecordBatch(
@@ -123,10 +136,12 @@ const stampV2 = (e, next) => {
   return next + BigInt(RECORDS_PER_BATCH);
 };
 
-// The seglift bin runs node with MALLOC_ARENA_MAX=2 (apps/cli/src/main.ts); children run the
-// same way unless BENCH_MALLOC_ARENA_MAX says otherwise ('' = glibc's default).
+// The seglift bin runs node with MALLOC_ARENA_MAX=2 and --max-semi-space-size=8
+// (apps/cli/src/main.ts); children run the same way unless BENCH_MALLOC_ARENA_MAX /
+// BENCH_NODE_FLAGS say otherwise ('' = the defaults).
 const childEnv = { ...process.env, MALLOC_ARENA_MAX: process.env.BENCH_MALLOC_ARENA_MAX ?? '2' };
 if (childEnv.MALLOC_ARENA_MAX === '') delete childEnv.MALLOC_ARENA_MAX;
+const childFlags = (process.env.BENCH_NODE_FLAGS ?? '--max-semi-space-size=8').split(' ').filter(Boolean);
 
 function convertInChild(logPath, outDir, extra = {}) {
   const script = `
@@ -143,7 +158,7 @@ function convertInChild(logPath, outDir, extra = {}) {
     const ms = performance.now() - t;
     console.log(JSON.stringify({ result: r.result, reason: r.reason, ms, bytesIn: r.bytesIn, bytesOut: r.bytesOut, maxRssKiB: process.resourceUsage().maxRSS }));
   `;
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+  const r = spawnSync(process.execPath, [...childFlags, '--input-type=module', '-e', script], {
     encoding: 'utf8',
     maxBuffer: 16 * MiB,
     env: childEnv,
@@ -163,8 +178,20 @@ try {
     const r = convertInChild(log, join(work, 'big-out'));
     if (r.result !== 'converted') throw new Error(`big segment not converted: ${r.reason}`);
     const rssMiB = r.maxRssKiB / 1024;
-    rows.push([`peak RSS, v1 gzip -> zstd-3 (MALLOC_ARENA_MAX=${childEnv.MALLOC_ARENA_MAX ?? 'default'})`, `${(bytes / MiB).toFixed(0)} MiB segment`, `${rssMiB.toFixed(0)} MiB`, '<= 200 MiB', rssMiB <= 200 ? 'ok' : 'MISSED']);
-    rows.push(['  (same run) time, MB/s of input', '', `${(r.ms / 1000).toFixed(1)} s`, `${(bytes / 1e6 / (r.ms / 1000)).toFixed(1)} MB/s`, '']);
+    rows.push([
+      `peak RSS, v1 gzip -> zstd-3 (MALLOC_ARENA_MAX=${childEnv.MALLOC_ARENA_MAX ?? 'default'} ${childFlags.join(' ')})`,
+      `${(bytes / MiB).toFixed(0)} MiB segment`,
+      `${rssMiB.toFixed(0)} MiB`,
+      '<= 200 MiB',
+      rssMiB <= 200 ? 'ok' : 'MISSED',
+    ]);
+    rows.push([
+      '  (same run) time, MB/s of input',
+      '',
+      `${(r.ms / 1000).toFixed(1)} s`,
+      `${(bytes / 1e6 / (r.ms / 1000)).toFixed(1)} MB/s`,
+      '',
+    ]);
     rmSync(dir, { recursive: true });
     rmSync(join(work, 'big-out'), { recursive: true });
   }
@@ -184,7 +211,10 @@ try {
       globalThis.gc?.();
       const t = performance.now();
       for (let i = 0; i < batches; i++) {
-        const raw = decompress(CompressionType.GZIP, payloads[i % payloads.length], { magic: 2, maxBytes: 64 * MiB });
+        const raw = decompress(CompressionType.GZIP, payloads[i % payloads.length], {
+          magic: 2,
+          maxBytes: 64 * MiB,
+        });
         compress(CompressionType.ZSTD, raw, { level: 3, magic: 2 });
       }
       best = Math.min(best, performance.now() - t);
@@ -195,10 +225,28 @@ try {
     rmSync(join(work, 'v2-out'), { recursive: true });
     const convertOnly = convertInChild(log, join(work, 'v2-out'), { testHooks: { crashAfter: 'write' } });
     const convMBps = bytes / 1e6 / (convertOnly.ms / 1000);
-    rows.push(['codec floor: gunzip + zstd-3, 1 core', `${(bytes / MiB).toFixed(0)} MiB of batches`, `${floorMBps.toFixed(1)} MB/s`, 'baseline', '']);
-    rows.push(['convert + verify + swap-ready, 1 core', '', `${fullMBps.toFixed(1)} MB/s`, `${(fullMBps / floorMBps).toFixed(2)}x floor`, fullMBps / floorMBps >= 0.8 ? 'ok' : 'MISSED']);
+    rows.push([
+      'codec floor: gunzip + zstd-3, 1 core',
+      `${(bytes / MiB).toFixed(0)} MiB of batches`,
+      `${floorMBps.toFixed(1)} MB/s`,
+      'baseline',
+      '',
+    ]);
+    rows.push([
+      'convert + verify + swap-ready, 1 core',
+      '',
+      `${fullMBps.toFixed(1)} MB/s`,
+      `${(fullMBps / floorMBps).toFixed(2)}x floor`,
+      fullMBps / floorMBps >= 0.8 ? 'ok' : 'MISSED',
+    ]);
     if (convertOnly.result === 'stopped-after-write') {
-      rows.push(['  convert phase only (no verify)', '', `${convMBps.toFixed(1)} MB/s`, `${(convMBps / floorMBps).toFixed(2)}x floor`, '']);
+      rows.push([
+        '  convert phase only (no verify)',
+        '',
+        `${convMBps.toFixed(1)} MB/s`,
+        `${(convMBps / floorMBps).toFixed(2)}x floor`,
+        '',
+      ]);
     }
     rmSync(dir, { recursive: true });
     rmSync(join(work, 'v2-out'), { recursive: true, force: true });
@@ -238,7 +286,13 @@ try {
     }
     const speedup = times[1] / times[2];
     rows.push(['migrate 16 x 16 MiB, 1 thread', '', `${(times[1] / 1000).toFixed(1)} s`, 'baseline', '']);
-    rows.push(['migrate 16 x 16 MiB, 2 threads', '', `${(times[2] / 1000).toFixed(1)} s`, `${speedup.toFixed(2)}x`, speedup >= 1.7 ? 'ok' : 'MISSED']);
+    rows.push([
+      'migrate 16 x 16 MiB, 2 threads',
+      '',
+      `${(times[2] / 1000).toFixed(1)} s`,
+      `${speedup.toFixed(2)}x`,
+      speedup >= 1.7 ? 'ok' : 'MISSED',
+    ]);
   }
 } finally {
   rmSync(work, { recursive: true, force: true });

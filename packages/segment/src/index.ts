@@ -22,6 +22,7 @@ export {
   type MigrateProgress,
   type MigrateResult,
   migrate,
+  PIPELINE_THREAD_RESOURCE_LIMITS,
   workerScriptPath,
 } from './migrate.js';
 export { formatBaseOffset, parseSegmentName } from './names.js';

@@ -8,6 +8,13 @@ import { findPartitionSegments, type SegmentFile } from './discovery.js';
 import { emptyReport, type RunSummary, type SegmentReport, summarize } from './report.js';
 import type { WorkerMessage, WorkerRequest } from './worker.js';
 
+/**
+ * V8 limits for a thread that runs conversions: the young generation capped as the seglift bin
+ * caps it (--max-semi-space-size=8, i.e. 3 x 8 MiB), so each thread's heap stays near its working
+ * set under the pipeline's allocation rate (bench/pipeline).
+ */
+export const PIPELINE_THREAD_RESOURCE_LIMITS = { maxYoungGenerationSizeMb: 24 } as const;
+
 export interface MigrateProgress {
   segmentsDone: number;
   segmentsTotal: number;
@@ -119,7 +126,7 @@ export async function migrate(dirs: string[], options: MigrateOptions): Promise<
     let next = 0;
     const runWorker = () =>
       new Promise<void>((resolve, reject) => {
-        const w = new Worker(script!);
+        const w = new Worker(script!, { resourceLimits: PIPELINE_THREAD_RESOURCE_LIMITS });
         const onAbort = () => w.postMessage({ type: 'abort' });
         signal?.addEventListener('abort', onAbort);
         const feed = () => {
