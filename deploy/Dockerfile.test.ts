@@ -114,6 +114,7 @@ describe('Dockerfile', () => {
       .map((i) => i.args)
       .join(' ');
     expect(env.split(/\s+/)).toContain('MALLOC_ARENA_MAX=2');
+    expect(env.split(/\s+/)).toContain('NODE_OPTIONS=--max-semi-space-size=8');
     // The entrypoint runs `node .../main.js`, so the shebang alone would not apply in the image.
     expect(readFileSync(join(repoRoot, 'deploy/docker/entrypoint.sh'), 'utf8')).toContain(
       'exec node /app/worker/dist/main.js',
@@ -121,7 +122,9 @@ describe('Dockerfile', () => {
     for (const app of ['cli', 'worker', 'watcher']) {
       const main = readFileSync(join(repoRoot, 'apps', app, 'src', 'main.ts'), 'utf8');
       // Node flags may follow (`node --max-semi-space-size=8`); the arena cap must be there.
-      expect(main.split('\n')[0], app).toMatch(/^#!\/usr\/bin\/env -S MALLOC_ARENA_MAX=2 node(\s|$)/);
+      expect(main.split('\n')[0], app).toBe(
+        '#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=8',
+      );
     }
   });
 

@@ -1,6 +1,7 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node
-// MALLOC_ARENA_MAX=2: glibc gives each thread (V8's GC helpers, worker_threads) its own malloc
-// arena; capping them keeps a conversion's peak RSS near its real working set (bench/pipeline).
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=8
+// Memory bound (bench/pipeline): glibc gives each thread (V8's GC helpers, worker_threads) its
+// own malloc arena unless capped, and V8 grows the young generation to 48 MiB under the
+// pipeline's allocation rate; conversion threads get the same cap (PIPELINE_THREAD_RESOURCE_LIMITS).
 /**
  * seglift-worker: converts queued segments with @seglift/segment.
  *   seglift-worker [--config FILE] [--root DIR]... [--redis-url URL] [--concurrency N]

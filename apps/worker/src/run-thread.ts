@@ -1,6 +1,12 @@
 import { Worker } from 'node:worker_threads';
 import type { ConvertFn, ConvertOptions, SegmentReportLike } from './types.js';
 
+/**
+ * @seglift/segment's PIPELINE_THREAD_RESOURCE_LIMITS, repeated here so this main thread does not
+ * load the segment package (and its native codecs) just for a constant; a test keeps them equal.
+ */
+export const THREAD_RESOURCE_LIMITS = { maxYoungGenerationSizeMb: 24 } as const;
+
 /** An error rebuilt from the thread's message, keeping code and the typed JSON. */
 export class ThreadError extends Error {
   readonly code?: string;
@@ -63,7 +69,10 @@ export function threadPool(opts: ThreadPoolOptions): ThreadPool {
 
   const spawnThread = (): PoolThread => {
     const t: PoolThread = {
-      worker: new Worker(threadUrl, { workerData: { progressIntervalMs: opts.progressIntervalMs ?? 250 } }),
+      worker: new Worker(threadUrl, {
+        workerData: { progressIntervalMs: opts.progressIntervalMs ?? 250 },
+        resourceLimits: THREAD_RESOURCE_LIMITS,
+      }),
     };
     t.worker.on(
       'message',
