@@ -34,7 +34,12 @@ export class SegliftError extends Error {
   position?: number;
   offset?: bigint;
 
-  constructor(code: SegliftErrorCode, detail: string, context: ErrorContext = {}, options?: { cause?: unknown }) {
+  constructor(
+    code: SegliftErrorCode,
+    detail: string,
+    context: ErrorContext = {},
+    options?: { cause?: unknown },
+  ) {
     super(detail, options);
     this.name = new.target.name;
     this.code = code;

@@ -38,7 +38,14 @@ describe('seglift migrate', () => {
     expect(r.code).toBe(0);
     const objs = lines(r.stdout).map((l) => JSON.parse(l));
     const summary = objs.at(-1);
-    expect(summary).toMatchObject({ type: 'summary', partitions: 2, segments: 6, converted: 4, skipped: 2, failed: 0 });
+    expect(summary).toMatchObject({
+      type: 'summary',
+      partitions: 2,
+      segments: 6,
+      converted: 4,
+      skipped: 2,
+      failed: 0,
+    });
     expect(readFileSync(active0).equals(activeBefore)).toBe(true);
     expect(statSync(active0).mtimeMs).toBe(activeMtime);
     for (const part of ['orders-0', 'orders-1']) {
