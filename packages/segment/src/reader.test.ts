@@ -23,6 +23,32 @@ async function caught(p: Promise<unknown>): Promise<unknown> {
 }
 
 describe('readSegmentEntries', () => {
+  it('starts at startPosition, stops at maxBytes, and with reuseBuffers gives the same bytes', async () => {
+    const dir = await tmpDir();
+    const seg = mixedSegment();
+    const file = path.join(dir, '00000000000000000000.log');
+    await writeFile(file, seg.bytes);
+    const expected = shallowEntries(seg.bytes);
+    const from = expected[10].position;
+    const to = expected[20].position + 5; // 5 bytes into entry 20: a partial tail
+    const tails: { position: number; bytes: number }[] = [];
+    const got = await collect(file, {
+      startPosition: from,
+      maxBytes: to,
+      acceptTruncatedTail: true,
+      onTruncatedTail: (t: { position: number; bytes: number }) => tails.push(t),
+    });
+    expect(got.map((e) => e.position)).toEqual(expected.slice(10, 20).map((e) => e.position));
+    expect(tails).toEqual([{ position: expected[20].position, bytes: 5, offset: undefined }]);
+    // Entries are used one at a time with reuseBuffers: compare each before advancing.
+    let i = 0;
+    for await (const e of readSegmentEntries(file, { chunkSize: 700, reuseBuffers: true })) {
+      expect(Buffer.from(e.bytes).equals(expected[i].bytes)).toBe(true);
+      i++;
+    }
+    expect(i).toBe(expected.length);
+  });
+
   it('yields every entry of a mixed v0/v1/v2 file with positions and sizes, across small chunks', async () => {
     const dir = await tmpDir();
     const seg = mixedSegment();

@@ -31,6 +31,10 @@ export interface ReadSegmentOptions {
   onTruncatedTail?: (tail: TruncatedTail) => void;
   /** Largest entry accepted (whole entry, overhead included); larger sizes are corruption. */
   maxEntryBytes?: number;
+  /** Start at this byte position (an entry boundary, e.g. a position from the .index). */
+  startPosition?: number;
+  /** Read the file as if it ended after this many bytes (kafka-dump-log's --max-bytes). */
+  maxBytes?: number;
   /** Read size; entries bigger than this get a buffer of their own size. */
   chunkSize?: number;
   /**
@@ -68,10 +72,10 @@ export async function* readSegmentEntries(
   const chunkSize = options.chunkSize ?? DEFAULT_CHUNK_SIZE;
   const fh = await open(file, 'r');
   try {
-    const fileSize = (await fh.stat()).size;
+    const fileSize = Math.min((await fh.stat()).size, options.maxBytes ?? Number.MAX_SAFE_INTEGER);
     let buf: Buffer = Buffer.alloc(0);
-    let bufStart = 0;
-    let pos = 0;
+    let pos = options.startPosition ?? 0;
+    let bufStart = pos;
 
     // Makes [pos, pos + need) available in `buf`; the caller has checked it lies inside the file.
     // Callers test `buffered` first: awaiting a no-op per entry costs more than parsing small ones.
