@@ -10,7 +10,7 @@
 // Options (env): BENCH_BIG_MB (default 1024), BENCH_V2_MB (default 256), BENCH_DIR (default os tmp).
 // Run: pnpm bench pipeline
 import { spawnSync } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -18,7 +18,7 @@ import { performance } from 'node:perf_hooks';
 const fmt = await import(new URL('../packages/format/dist/index.js', import.meta.url).href);
 const legacy = await import(new URL('../packages/legacy/dist/index.js', import.meta.url).href);
 const segment = await import(new URL('../packages/segment/dist/index.js', import.meta.url).href);
-const { CompressionType, compress, decompress, encodeRecordBatch, readRecordBatchHeader } = fmt;
+const { CompressionType, compress, decompress, encodeRecordBatch } = fmt;
 
 const BIG_MB = Number(process.env.BENCH_BIG_MB ?? 1024);
 const V2_MB = Number(process.env.BENCH_V2_MB ?? 256);
