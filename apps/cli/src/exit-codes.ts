@@ -6,7 +6,7 @@ export const ExitCode = {
   OK: 0,
   /** A segment failed: bad CRC, truncation, unknown codec, decompression bomb, not a segment. */
   SEGMENT_FAILED: 1,
-  /** The command line was wrong (unknown option, missing argument, bad value). */
+  /** The command line or the configuration was wrong (unknown option, missing argument, bad value). */
   USAGE: 2,
   /** A bug or an unexpected environment problem inside seglift. */
   INTERNAL: 3,
@@ -17,7 +17,7 @@ export const EXIT_CODES_HELP = `Exit codes:
   0  ok
   1  a segment failed (bad CRC, truncation, unknown codec, decompression bomb, not a segment);
      the message names the file, the byte position and the offset
-  2  usage error
+  2  usage error or invalid configuration (every problem is listed)
   3  internal error`;
 
 /** A command line mistake: printed as `error: ...` with a pointer to --help, exit code 2. */

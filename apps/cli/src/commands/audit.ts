@@ -12,14 +12,14 @@ import {
 } from '@seglift/format';
 import { type Grouping, legacyCompression, Upconverter } from '@seglift/legacy';
 import { findPartitionSegments } from '@seglift/segment';
-import { choice, flag, intOpt, parse, requirePositionals } from '../args.js';
+import { flag, intOpt, parse, requirePositionals } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
 import { EXIT_CODES_HELP, ExitCode, formatError, isFsError } from '../exit-codes.js';
 import { toJsonLine } from '../io.js';
 import { LogFileReader } from '../log-reader.js';
+import { loadSettings } from '../settings.js';
 import { formatBytes, renderTable } from '../table.js';
 
-const CODECS: readonly CodecName[] = ['none', 'gzip', 'snappy', 'lz4', 'zstd'];
 export const DEFAULT_SAMPLE_BYTES = 16 * 1024 * 1024;
 
 const HELP = `Usage: seglift audit <dir>... [options]
@@ -32,6 +32,9 @@ exactly (upconversion + recompression, as migrate would) and scales the rest by 
 ratio; with --sample-bytes at least the size of the data the estimate is exact.
 
 Options:
+  --config FILE      YAML or JSON config file (default $SEGLIFT_CONFIG); the target settings
+                     (codec, level, grouping, coalesceBytes, maxBatchBytes, ...) come from
+                     defaults < config file < SEGLIFT_* environment < these flags, as for migrate
   --codec C          target codec: none|gzip|snappy|lz4|zstd (default zstd)
   --level N          target compression level (codec default otherwise)
   --grouping G       kafka|coalesce, how legacy entries become v2 batches (default kafka)
@@ -41,7 +44,7 @@ Options:
   --json             one NDJSON object per partition, then a summary object
   -h, --help         this text
 
-Audit only reads. A segment that cannot be read is reported and makes the exit code 1.
+An invalid configuration lists every problem and exits with 2. Audit only reads. A segment that cannot be read is reported and makes the exit code 1.
 
 ${EXIT_CODES_HELP}
 `;
@@ -50,6 +53,9 @@ export interface AuditOptions {
   codec?: CodecName;
   level?: number;
   grouping?: Grouping;
+  coalesceBytes?: number;
+  maxBatchBytes?: number;
+  maxDecompressedBatchBytes?: number;
   sampleBytes?: number;
   includeActive?: boolean;
   json?: boolean;
@@ -83,6 +89,7 @@ export const auditCommand: Command = {
   help: HELP,
   async run(argv, ctx) {
     const p = parse('audit', argv, {
+      config: { type: 'string' },
       codec: { type: 'string' },
       level: { type: 'string' },
       grouping: { type: 'string' },
@@ -91,10 +98,14 @@ export const auditCommand: Command = {
       json: { type: 'boolean' },
     });
     const dirs = requirePositionals('audit', p, '<dir>... (a Kafka log dir or partition dir)');
+    const { config } = loadSettings('audit', p, ctx);
     return audit(dirs, ctx, {
-      codec: choice('audit', p, 'codec', CODECS),
-      level: intOpt('audit', p, 'level', { min: -131072, max: 22 }),
-      grouping: choice('audit', p, 'grouping', ['kafka', 'coalesce'] as const),
+      codec: config.codec,
+      level: config.level,
+      grouping: config.grouping,
+      coalesceBytes: config.coalesceBytes,
+      maxBatchBytes: config.maxBatchBytes,
+      maxDecompressedBatchBytes: config.limits.maxDecompressedBatchBytes,
       sampleBytes: intOpt('audit', p, 'sample-bytes', { sizes: true }),
       includeActive: flag(p, 'include-active'),
       json: flag(p, 'json'),
@@ -168,6 +179,9 @@ async function auditPartition(p: PartitionDir, options: AuditOptions): Promise<P
       grouping: options.grouping ?? 'kafka',
       codec: target,
       level: options.level,
+      coalesceBytes: options.coalesceBytes,
+      maxBatchBytes: options.maxBatchBytes,
+      maxDecompressedBytes: options.maxDecompressedBatchBytes,
     });
     let upconvertedIn = 0;
     const reader = new LogFileReader(seg.path);

@@ -6,7 +6,8 @@ import { EXIT_CODES_HELP, ExitCode, UsageError } from '../exit-codes.js';
 const HELP = `Usage: seglift config print [--config FILE] [--json]
 
 Print the effective configuration: defaults < config file (--config, else $SEGLIFT_CONFIG)
-< SEGLIFT_* environment variables. Secrets (passwords in URLs) are redacted. The YAML form
+< SEGLIFT_* environment variables, loaded exactly as convert, migrate and audit load them
+(their flags then override these settings for that run). Secrets (passwords in URLs) are redacted. The YAML form
 marks every value that does not come from the defaults with '# from <source>'.
 
 Options:

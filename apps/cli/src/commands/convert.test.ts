@@ -123,11 +123,12 @@ describe('seglift convert', () => {
   it('usage errors exit 2', async () => {
     const dir = tmpDir();
     const src = writeSegment(dir, 0n, [v2Batch(0n, 1)]);
-    expect((await run(['convert', src, '--out', dir])).code).toBe(2); // no --codec
     expect((await run(['convert', src, '--codec', 'zstd'])).code).toBe(2); // no destination
     expect((await run(['convert', src, '--codec', 'zstd', '--out', dir, '--in-place'])).code).toBe(2);
     expect((await run(['convert', src, '--codec', 'zstd', '--out', dir, '--backup-dir', dir])).code).toBe(2);
     expect((await run(['convert', src, '--codec', 'brotli', '--out', dir])).code).toBe(2);
+    expect((await run(['convert', src, '--level', 'high', '--out', dir])).code).toBe(2);
+    expect((await run(['convert', src, '--index-interval-bytes', '0', '--out', dir])).code).toBe(2);
     writeFileSync(path.join(dir, 'notes.txt'), 'x');
     expect((await run(['convert', path.join(dir, 'notes.txt'), '--codec', 'zstd', '--out', dir])).code).toBe(
       2,

@@ -1,5 +1,6 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
+import type { LoadedConfig } from '@seglift/config';
 import type { CodecName } from '@seglift/format';
 import {
   type ConvertOptions,
@@ -8,17 +9,24 @@ import {
   type SegmentReport,
   summarize,
 } from '@seglift/segment';
-import { choice, flag, intOpt, parse, requirePositionals, str } from '../args.js';
+import { flag, parse, requirePositionals, str } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
 import { EXIT_CODES_HELP, ExitCode, UsageError } from '../exit-codes.js';
 import { toJsonLine } from '../io.js';
 import { ProgressBar } from '../progress.js';
+import {
+  loadSettings,
+  PIPELINE_ARG_OPTIONS,
+  PIPELINE_HELP,
+  pipelineSettings,
+  settingsLine,
+} from '../settings.js';
 import { verifyErrorMessage } from './verify.js';
 
 export const CODECS: readonly CodecName[] = ['none', 'gzip', 'snappy', 'lz4', 'zstd'];
 export const GROUPINGS = ['kafka', 'coalesce'] as const;
 
-const HELP = `Usage: seglift convert <segment.log>... --codec C (--out DIR | --in-place [--backup-dir DIR]) [options]
+const HELP = `Usage: seglift convert <segment.log>... (--out DIR | --in-place [--backup-dir DIR]) [options]
 
 Rewrite segments: magic 0/1 entries are upconverted to v2 record batches, v2 batches are
 recompressed to the target codec, .index/.timeindex are rebuilt as the broker's recovery
@@ -27,20 +35,19 @@ anything. Offsets, timestamps, keys, values, headers and producer fields never c
 Run it on stopped brokers (or on segments the broker no longer writes).
 
 Options:
-  --codec C                 target codec: none|gzip|snappy|lz4|zstd (required)
-  --level N                 compression level (codec default otherwise)
-  --grouping G              kafka: one v2 batch per legacy entry, like Kafka 4's cleaner
-                            (default); coalesce: merge consecutive uncompressed legacy messages
+${PIPELINE_HELP}
   --out DIR                 write <base>.log/.index/.timeindex into DIR; the input is untouched
   --in-place                replace the segment crash-safely (.swap files, then rename)
   --backup-dir DIR          with --in-place: copy the originals to DIR/<partition>/ first
+                            (backupDir from the config applies to --in-place only)
   --force                   rewrite even segments already in the target codec
-  --max-batch-bytes N       largest batch written (default 1048588, max.message.bytes)
   --accept-truncated-tail   drop a partial entry at the end of the log instead of failing
   --json                    one NDJSON report per segment, then a summary object
   -h, --help                this text
 
-Sizes accept k/m/g suffixes. A progress bar is drawn on stderr when it is a terminal.
+Sizes accept k/m/g suffixes. An invalid configuration (file, environment or flags) lists
+every problem and exits with 2; 'seglift config print' shows the settings without the flags.
+A progress bar is drawn on stderr when it is a terminal.
 
 ${EXIT_CODES_HELP}
 `;
@@ -51,6 +58,9 @@ export interface ConvertCliOptions
     | 'codec'
     | 'level'
     | 'grouping'
+    | 'coalesceBytes'
+    | 'indexIntervalBytes'
+    | 'maxDecompressedBatchBytes'
     | 'outDir'
     | 'inPlace'
     | 'backupDir'
@@ -59,6 +69,8 @@ export interface ConvertCliOptions
     | 'acceptTruncatedTail'
   > {
   json?: boolean;
+  /** The effective settings, named in the summary (JSON `settings`, and a `settings:` line). */
+  settings?: LoadedConfig;
 }
 
 export const convertCommand: Command = {
@@ -67,26 +79,19 @@ export const convertCommand: Command = {
   help: HELP,
   async run(argv, ctx) {
     const p = parse('convert', argv, {
-      codec: { type: 'string' },
-      level: { type: 'string' },
-      grouping: { type: 'string' },
+      ...PIPELINE_ARG_OPTIONS,
       out: { type: 'string' },
       'in-place': { type: 'boolean' },
-      'backup-dir': { type: 'string' },
       force: { type: 'boolean' },
-      'max-batch-bytes': { type: 'string' },
       'accept-truncated-tail': { type: 'boolean' },
       json: { type: 'boolean' },
     });
     const files = requirePositionals('convert', p, '<segment.log>...');
-    const codec = choice('convert', p, 'codec', CODECS);
-    if (codec === undefined) throw new UsageError('--codec is required', 'convert');
     const outDir = str(p, 'out');
     const inPlace = flag(p, 'in-place');
     if ((outDir === undefined) === !inPlace)
       throw new UsageError('give exactly one of --out DIR or --in-place', 'convert');
-    const backupDir = str(p, 'backup-dir');
-    if (backupDir !== undefined && !inPlace)
+    if (str(p, 'backup-dir') !== undefined && !inPlace)
       throw new UsageError('--backup-dir goes with --in-place', 'convert');
     for (const f of files) {
       if (!/^\d{20}\.log$/.test(path.basename(f))) {
@@ -98,17 +103,24 @@ export const convertCommand: Command = {
       const dup = names.find((n, i) => names.indexOf(n) !== i);
       if (dup) throw new UsageError(`two inputs named ${dup} would collide in --out ${outDir}`, 'convert');
     }
+    const settings = loadSettings('convert', p, ctx);
+    const { config } = settings;
     return convert(files, ctx, {
-      codec,
-      level: intOpt('convert', p, 'level', { min: -131072, max: 22 }),
-      grouping: choice('convert', p, 'grouping', GROUPINGS),
+      codec: config.codec,
+      level: config.level,
+      grouping: config.grouping,
+      coalesceBytes: config.coalesceBytes,
+      maxBatchBytes: config.maxBatchBytes,
+      indexIntervalBytes: config.indexIntervalBytes,
+      maxDecompressedBatchBytes: config.limits.maxDecompressedBatchBytes,
       outDir,
       inPlace,
-      backupDir,
+      // A backupDir from the config file or environment is for in-place rewrites only.
+      backupDir: inPlace ? config.backupDir : undefined,
       force: flag(p, 'force'),
-      maxBatchBytes: intOpt('convert', p, 'max-batch-bytes', { min: 1, sizes: true }),
       acceptTruncatedTail: flag(p, 'accept-truncated-tail'),
       json: flag(p, 'json'),
+      settings,
     });
   },
 };
@@ -119,7 +131,7 @@ export async function convert(
   ctx: CommandContext,
   options: ConvertCliOptions,
 ): Promise<number> {
-  const { json, ...convertOptions } = options;
+  const { json, settings, ...convertOptions } = options;
   const started = performance.now();
   const bar = new ProgressBar(ctx.io.stderr, ctx.io.stderrIsTTY && !json);
   bar.segmentsTotal = files.length;
@@ -144,8 +156,18 @@ export async function convert(
   }
   bar.done();
   const summary = summarize(reports, performance.now() - started);
-  if (json) ctx.out.line(toJsonLine({ type: 'summary', ...summary }));
-  else ctx.out.line(formatReportTable(reports, summary));
+  if (json) {
+    ctx.out.line(
+      toJsonLine({
+        type: 'summary',
+        ...summary,
+        ...(settings ? { settings: pipelineSettings(settings.config) } : {}),
+      }),
+    );
+  } else {
+    ctx.out.line(formatReportTable(reports, summary));
+    if (settings) ctx.out.line(settingsLine(settings));
+  }
   reportFailures(ctx, reports);
   return summary.failed > 0 ? ExitCode.SEGMENT_FAILED : ExitCode.OK;
 }

@@ -93,7 +93,7 @@ describe('seglift migrate', () => {
 
   it('usage errors exit 2', async () => {
     const dir = logDir();
-    expect((await run(['migrate', dir])).code).toBe(2);
+    expect((await run(['migrate'])).code).toBe(2);
     expect((await run(['migrate', '--codec', 'zstd'])).code).toBe(2);
     expect((await run(['migrate', dir, '--codec', 'zstd', '--concurrency', '0'])).code).toBe(2);
     expect((await run(['migrate', tmpDir(), '--codec', 'zstd'])).code).toBe(2);

@@ -1,3 +1,4 @@
+import type { LoadedConfig } from '@seglift/config';
 import type { CodecName } from '@seglift/format';
 import type { Grouping } from '@seglift/legacy';
 import {
@@ -7,15 +8,22 @@ import {
   type RunSummary,
   type SegmentReport,
 } from '@seglift/segment';
-import { choice, flag, intOpt, parse, requirePositionals, str } from '../args.js';
+import { flag, intOpt, parse, requirePositionals } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
 import { EXIT_CODES_HELP, ExitCode, UsageError } from '../exit-codes.js';
 import { toJsonLine } from '../io.js';
 import { ProgressBar } from '../progress.js';
+import {
+  loadSettings,
+  PIPELINE_ARG_OPTIONS,
+  PIPELINE_HELP,
+  pipelineSettings,
+  settingsLine,
+} from '../settings.js';
 import { formatBytes, formatDuration } from '../table.js';
-import { CODECS, GROUPINGS, reportFailures } from './convert.js';
+import { reportFailures } from './convert.js';
 
-const HELP = `Usage: seglift migrate <dir>... --codec C [options]
+const HELP = `Usage: seglift migrate <dir>... [options]
 
 Convert every closed segment under each <dir> (a broker log.dir, a parent of several, or one
 partition directory) in place: magic 0/1 upconverted to v2, batches recompressed to the target
@@ -25,16 +33,18 @@ segment of each partition is left alone unless --include-active. Stop the broker
 these directories first.
 
 Options:
-  --codec C            target codec: none|gzip|snappy|lz4|zstd (required)
-  --level N            compression level (codec default otherwise)
-  --grouping G         kafka (default) | coalesce, see 'seglift convert --help'
-  --backup-dir DIR     copy every original to DIR/<partition>/ before replacing it
-  --include-active     convert the active segments too (only with the broker stopped)
-  --concurrency N      segments converted at the same time (default: CPU count)
-  --max-batch-bytes N  largest batch written (default 1048588)
-  --json               one NDJSON report per segment, then a summary object
-  --quiet              no progress bar and no per-segment table: the summary and failures only
-  -h, --help           this text
+${PIPELINE_HELP}
+  --backup-dir DIR          copy every original to DIR/<partition>/ before replacing it
+  --include-active          convert the active segments too (only with the broker stopped)
+  --concurrency N           segments converted at the same time (worker.concurrency,
+                            default: CPU count)
+  --json                    one NDJSON report per segment, then a summary object
+  --quiet                   no progress bar and no per-segment table: the summary and failures
+                            only
+  -h, --help                this text
+
+Sizes accept k/m/g suffixes. An invalid configuration (file, environment or flags) lists
+every problem and exits with 2; 'seglift config print' shows the settings without the flags.
 
 The summary gives segments converted/skipped/failed, bytes before and after, the ratio, the
 time taken, and every failure with its reason (also on stderr as error[CODE]: ...).
@@ -46,12 +56,17 @@ export interface MigrateCliOptions {
   codec: CodecName;
   level?: number;
   grouping?: Grouping;
+  coalesceBytes?: number;
+  indexIntervalBytes?: number;
+  maxDecompressedBatchBytes?: number;
   backupDir?: string;
   includeActive?: boolean;
   concurrency?: number;
   maxBatchBytes?: number;
   json?: boolean;
   quiet?: boolean;
+  /** The effective settings, named in the summary (JSON `settings`, and a `settings:` line). */
+  settings?: LoadedConfig;
 }
 
 export const migrateCommand: Command = {
@@ -60,29 +75,32 @@ export const migrateCommand: Command = {
   help: HELP,
   async run(argv, ctx) {
     const p = parse('migrate', argv, {
-      codec: { type: 'string' },
-      level: { type: 'string' },
-      grouping: { type: 'string' },
-      'backup-dir': { type: 'string' },
+      ...PIPELINE_ARG_OPTIONS,
       'include-active': { type: 'boolean' },
       concurrency: { type: 'string' },
-      'max-batch-bytes': { type: 'string' },
       json: { type: 'boolean' },
       quiet: { type: 'boolean' },
     });
     const dirs = requirePositionals('migrate', p, '<dir>... (Kafka log dirs or partition dirs)');
-    const codec = choice('migrate', p, 'codec', CODECS);
-    if (codec === undefined) throw new UsageError('--codec is required', 'migrate');
+    const settings = loadSettings('migrate', p, ctx, {
+      // The worker's setting: conversions in parallel in one process.
+      'worker.concurrency': intOpt('migrate', p, 'concurrency', { min: 1, max: 1024 }),
+    });
+    const { config } = settings;
     return migrateDirs(dirs, ctx, {
-      codec,
-      level: intOpt('migrate', p, 'level', { min: -131072, max: 22 }),
-      grouping: choice('migrate', p, 'grouping', GROUPINGS),
-      backupDir: str(p, 'backup-dir'),
+      codec: config.codec,
+      level: config.level,
+      grouping: config.grouping,
+      coalesceBytes: config.coalesceBytes,
+      maxBatchBytes: config.maxBatchBytes,
+      indexIntervalBytes: config.indexIntervalBytes,
+      maxDecompressedBatchBytes: config.limits.maxDecompressedBatchBytes,
+      backupDir: config.backupDir,
       includeActive: flag(p, 'include-active'),
-      concurrency: intOpt('migrate', p, 'concurrency', { min: 1, max: 1024 }),
-      maxBatchBytes: intOpt('migrate', p, 'max-batch-bytes', { min: 1, sizes: true }),
+      concurrency: config.worker.concurrency,
       json: flag(p, 'json'),
       quiet: flag(p, 'quiet'),
+      settings,
     });
   },
 };
@@ -109,7 +127,10 @@ export async function migrateDirs(
       codec: options.codec,
       level: options.level,
       grouping: options.grouping,
+      coalesceBytes: options.coalesceBytes,
       maxBatchBytes: options.maxBatchBytes,
+      indexIntervalBytes: options.indexIntervalBytes,
+      maxDecompressedBatchBytes: options.maxDecompressedBatchBytes,
       backupDir: options.backupDir,
       includeActive: options.includeActive,
       concurrency: options.concurrency,
@@ -133,9 +154,17 @@ export async function migrateDirs(
   if (result.partitions === 0) throw new UsageError(`no Kafka segments under ${dirs.join(', ')}`, 'migrate');
   const { reports, summary } = result;
   if (options.json) {
-    ctx.out.line(toJsonLine({ type: 'summary', partitions: result.partitions, ...summary }));
+    ctx.out.line(
+      toJsonLine({
+        type: 'summary',
+        partitions: result.partitions,
+        ...summary,
+        ...(options.settings ? { settings: pipelineSettings(options.settings.config) } : {}),
+      }),
+    );
   } else {
     if (!options.quiet) ctx.out.line(formatReportTable(reports, summary));
+    if (options.settings) ctx.out.line(settingsLine(options.settings));
     ctx.out.line(summaryLine(summary, reports));
   }
   reportFailures(ctx, reports);

@@ -1,0 +1,107 @@
+import path from 'node:path';
+import { type Config, type LoadedConfig, loadConfigWithSources } from '@seglift/config';
+import { intOpt, type Parsed, str } from './args.js';
+import type { CommandContext } from './command.js';
+
+/** The parseArgs options every pipeline command (convert, migrate) shares. */
+export const PIPELINE_ARG_OPTIONS = {
+  config: { type: 'string' },
+  codec: { type: 'string' },
+  level: { type: 'string' },
+  grouping: { type: 'string' },
+  'coalesce-bytes': { type: 'string' },
+  'max-batch-bytes': { type: 'string' },
+  'index-interval-bytes': { type: 'string' },
+  'max-decompressed-batch-bytes': { type: 'string' },
+  'backup-dir': { type: 'string' },
+} as const;
+
+/** The help lines for PIPELINE_ARG_OPTIONS (without --backup-dir, whose meaning differs). */
+export const PIPELINE_HELP = `  --config FILE             YAML or JSON config file (default $SEGLIFT_CONFIG); settings come
+                            from defaults < config file < SEGLIFT_* environment < these flags
+  --codec C                 target codec: none|gzip|snappy|lz4|zstd (default zstd, from the
+                            config when set there; the summary names the codec used)
+  --level N                 compression level (codec default otherwise)
+  --grouping G              kafka: one v2 batch per legacy entry, like Kafka 4's cleaner
+                            (default); coalesce: merge consecutive uncompressed legacy messages
+  --coalesce-bytes N        with --grouping coalesce: records per batch up to N bytes before
+                            compression (default 1048588)
+  --max-batch-bytes N       largest batch written (default 1048588, max.message.bytes)
+  --index-interval-bytes N  the topic's index.interval.bytes: an .index entry every N bytes of
+                            log (default 4096)
+  --max-decompressed-batch-bytes N
+                            refuse a batch that decompresses to more than N (default 64m)`;
+
+/** Config keys (dotted) and the flag that sets each; sizes accept k/m/g. */
+const INT_FLAGS: ReadonlyArray<{ flag: string; key: string; min: number; sizes: boolean }> = [
+  { flag: 'level', key: 'level', min: -131072, sizes: false },
+  { flag: 'coalesce-bytes', key: 'coalesceBytes', min: 1, sizes: true },
+  { flag: 'max-batch-bytes', key: 'maxBatchBytes', min: 1, sizes: true },
+  { flag: 'index-interval-bytes', key: 'indexIntervalBytes', min: 1, sizes: true },
+  { flag: 'max-decompressed-batch-bytes', key: 'limits.maxDecompressedBatchBytes', min: 1, sizes: true },
+];
+
+/**
+ * The effective settings of a command: @seglift/config's loader (the one the watcher, worker and
+ * `seglift config print` use) with the command's flags as the highest-precedence source. Codec
+ * and grouping go to the loader unchecked so one ConfigError lists every problem (exit 2).
+ */
+export function loadSettings(
+  command: string,
+  p: Parsed,
+  ctx: CommandContext,
+  extraFlags: Record<string, unknown> = {},
+): LoadedConfig {
+  const flags: Record<string, unknown> = { ...extraFlags };
+  if (p.values.codec !== undefined) flags.codec = str(p, 'codec');
+  if (p.values.grouping !== undefined) flags.grouping = str(p, 'grouping');
+  for (const f of INT_FLAGS) {
+    if (p.values[f.flag] === undefined) continue;
+    flags[f.key] = intOpt(command, p, f.flag, { min: f.min, sizes: f.sizes });
+  }
+  const backupDir = str(p, 'backup-dir');
+  // The schema wants an absolute path; a flag is relative to where seglift was started.
+  if (backupDir !== undefined) flags.backupDir = path.resolve(ctx.io.cwd, backupDir);
+  return loadConfigWithSources({ file: str(p, 'config'), env: ctx.io.env, flags });
+}
+
+/** The pipeline settings a command used, for its summary (JSON). */
+export function pipelineSettings(config: Config): Record<string, unknown> {
+  return {
+    codec: config.codec,
+    level: config.level ?? null,
+    grouping: config.grouping,
+    coalesceBytes: config.coalesceBytes,
+    maxBatchBytes: config.maxBatchBytes,
+    indexIntervalBytes: config.indexIntervalBytes,
+    maxDecompressedBatchBytes: config.limits.maxDecompressedBatchBytes,
+  };
+}
+
+/**
+ * One line for the human summary: `settings: codec zstd (default), level 6 (file x.yaml), ...`;
+ * settings left at their defaults other than codec/level are not repeated.
+ */
+export function settingsLine(loaded: LoadedConfig): string {
+  const { config, sources } = loaded;
+  const from = (key: string) => sources[key] ?? 'default';
+  const parts = [
+    `codec ${config.codec} (${from('codec')})`,
+    `level ${config.level ?? 'codec default'} (${from('level')})`,
+    `grouping ${config.grouping} (${from('grouping')})`,
+  ];
+  const extra: [string, string, unknown][] = [
+    ['coalesceBytes', 'coalesce.bytes', config.coalesceBytes],
+    ['maxBatchBytes', 'max.batch.bytes', config.maxBatchBytes],
+    ['indexIntervalBytes', 'index.interval.bytes', config.indexIntervalBytes],
+    [
+      'limits.maxDecompressedBatchBytes',
+      'max.decompressed.batch.bytes',
+      config.limits.maxDecompressedBatchBytes,
+    ],
+  ];
+  for (const [key, label, value] of extra) {
+    if (sources[key] !== undefined) parts.push(`${label} ${String(value)} (${sources[key]})`);
+  }
+  return `settings: ${parts.join(', ')}`;
+}
