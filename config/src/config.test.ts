@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   ConfigError,
+  DEFAULT_COALESCE_BYTES,
   DEFAULT_MAX_BATCH_BYTES,
   formatConfig,
   loadConfig,
@@ -40,7 +41,8 @@ describe('loadConfig', () => {
     expect(c.level).toBeUndefined();
     expect(c.grouping).toBe('kafka');
     expect(c.maxBatchBytes).toBe(1048588);
-    expect(c.coalesceBytes).toBe(DEFAULT_MAX_BATCH_BYTES);
+    expect(c.coalesceBytes).toBe(DEFAULT_COALESCE_BYTES);
+    expect(DEFAULT_COALESCE_BYTES).toBe(1048576);
     expect(c.redis).toEqual({ url: 'redis://127.0.0.1:6379' });
     expect(c.queue).toEqual({ name: 'segments', prefix: 'seglift' });
     expect(c.readiness).toEqual({ quietMs: 300_000, requireRolled: true });

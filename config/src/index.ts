@@ -25,6 +25,7 @@ export {
   type Config,
   type ConfigInput,
   ConfigSchema,
+  DEFAULT_COALESCE_BYTES,
   DEFAULT_MAX_BATCH_BYTES,
   LOG_LEVELS,
 } from './schema.js';

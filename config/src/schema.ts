@@ -14,6 +14,8 @@ export const CODEC_LEVELS: Record<string, readonly [number, number] | undefined>
 
 /** Largest batch Kafka accepts by default: message.max.bytes 1048588. */
 export const DEFAULT_MAX_BATCH_BYTES = 1048588;
+/** `coalesce` grouping's target batch size (1 MiB), as @seglift/legacy's DEFAULT_COALESCE_BYTES. */
+export const DEFAULT_COALESCE_BYTES = 1024 * 1024;
 
 const absolutePath = z.string().min(1).refine(isAbsolute, { message: 'must be an absolute path' });
 const positiveInt = z.int().min(1);
@@ -41,7 +43,7 @@ export const ConfigSchema = z.strictObject({
   /** Compression level; omitted = the codec's default. */
   level: z.int().optional(),
   grouping: z.enum(['kafka', 'coalesce']).default('kafka'),
-  coalesceBytes: positiveInt.default(DEFAULT_MAX_BATCH_BYTES),
+  coalesceBytes: positiveInt.default(DEFAULT_COALESCE_BYTES),
   maxBatchBytes: positiveInt.default(DEFAULT_MAX_BATCH_BYTES),
   /** Keep the original files here before swapping (absolute); omitted = no backup. */
   backupDir: absolutePath.optional(),

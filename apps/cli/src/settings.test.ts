@@ -42,7 +42,7 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
       codec: 'lz4',
       level: null,
       grouping: 'kafka',
-      coalesceBytes: 1048588,
+      coalesceBytes: 1048576,
       maxBatchBytes: 1048588,
       indexIntervalBytes: 4096,
       maxDecompressedBatchBytes: 64 * 1024 * 1024,

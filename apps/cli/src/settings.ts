@@ -25,7 +25,7 @@ export const PIPELINE_HELP = `  --config FILE             YAML or JSON config fi
   --grouping G              kafka: one v2 batch per legacy entry, like Kafka 4's cleaner
                             (default); coalesce: merge consecutive uncompressed legacy messages
   --coalesce-bytes N        with --grouping coalesce: records per batch up to N bytes before
-                            compression (default 1048588)
+                            compression (default 1048576, 1 MiB)
   --max-batch-bytes N       largest batch written (default 1048588, max.message.bytes)
   --index-interval-bytes N  the topic's index.interval.bytes: an .index entry every N bytes of
                             log (default 4096)
