@@ -13,10 +13,16 @@ export default defineConfig({
       '@seglift/segment': src('./packages/segment'),
       '@seglift/config': src('./config'),
       '@seglift/observability': src('./packages/observability'),
+      '@seglift/queue': src('./packages/queue'),
     },
   },
   test: {
-    include: ['packages/*/src/**/*.test.ts', 'apps/*/src/**/*.test.ts', 'config/src/**/*.test.ts', 'deploy/**/*.test.ts'],
+    include: [
+      'packages/*/src/**/*.test.ts',
+      'apps/*/src/**/*.test.ts',
+      'config/src/**/*.test.ts',
+      'deploy/**/*.test.ts',
+    ],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

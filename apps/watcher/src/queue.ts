@@ -6,46 +6,12 @@ import {
   type SegmentJobData,
   segmentJobId,
 } from '@seglift/config';
+import { createRedis, waitForRedis } from '@seglift/queue';
 import { type JobsOptions, Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { ReadySegment } from './scan.js';
 
-/**
- * An ioredis client for BullMQ: `maxRetriesPerRequest: null` so commands wait through a Redis
- * restart instead of failing, and reconnects with a capped backoff. `rediss://` URLs use TLS.
- */
-export function createRedis(url: string): Redis {
-  return new Redis(url, {
-    maxRetriesPerRequest: null,
-    enableReadyCheck: true,
-    retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 5), 2000),
-  });
-}
-
-/**
- * Resolves once Redis answers PING; rejects after `timeoutMs` (Redis unreachable) or at once when
- * it refuses the command (wrong password). Commands otherwise wait forever for a connection
- * (`maxRetriesPerRequest: null`), which a Job would never report.
- */
-export async function waitForRedis(redis: Redis, timeoutMs: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new Error(
-            `Redis did not answer within ${timeoutMs} ms (${redis.options.host}:${redis.options.port})`,
-          ),
-        ),
-      timeoutMs,
-    );
-  });
-  try {
-    await Promise.race([redis.ping(), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+export { createRedis, waitForRedis };
 
 export function openQueue(config: Config, connection: Redis): Queue<SegmentJobData> {
   return new Queue<SegmentJobData>(config.queue.name, { connection, prefix: config.queue.prefix });

@@ -17,5 +17,5 @@ export {
   type StartWorkerOptions,
   startWorker,
   type WorkerHandle,
-  waitForRedis,
+  waitForRedisAt,
 } from './worker.js';

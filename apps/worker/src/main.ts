@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util';
 import { type Config, ConfigError, loadConfig } from '@seglift/config';
 import { createLogger, createMetrics, startHttpServer } from '@seglift/observability';
 import { Queue } from 'bullmq';
-import { createRedis, startWorker, waitForRedis } from './worker.js';
+import { createRedis, startWorker, waitForRedisAt } from './worker.js';
 
 const EXIT_OK = 0;
 const EXIT_USAGE = 2;
@@ -83,7 +83,7 @@ async function main(argv: string[]): Promise<number> {
   const logger = createLogger({ name: 'seglift-worker', level: config.log.level, pretty: config.log.pretty });
   // Before anything else: BullMQ's connections would otherwise wait for Redis forever.
   try {
-    await waitForRedis(config.redis.url, redisTimeoutMs);
+    await waitForRedisAt(config.redis.url, redisTimeoutMs);
   } catch (err) {
     logger.error({ err }, 'Redis unreachable');
     return EXIT_RUNTIME;

@@ -1,44 +1,25 @@
 import type { Config, SegmentJobData } from '@seglift/config';
 import type { Logger, SegliftMetrics } from '@seglift/observability';
+import { createRedis, waitForRedis } from '@seglift/queue';
 import { Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { createProcessor, type JobResult } from './processor.js';
 import { threadPool } from './run-thread.js';
 import { loadSegmentApi } from './segment-api.js';
 import type { ConvertFn } from './types.js';
 
-/** ioredis for BullMQ: commands wait through a Redis restart (maxRetriesPerRequest null) and reconnect. */
-export function createRedis(url: string): Redis {
-  return new Redis(url, {
-    maxRetriesPerRequest: null,
-    enableReadyCheck: true,
-    retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 5), 2000),
-  });
-}
+export { createRedis };
 
 /**
  * Resolves once Redis at `url` answers PING; rejects after `timeoutMs` (unreachable) or at once
  * when Redis refuses the command (wrong password). Closes its own connection either way.
  */
-export async function waitForRedis(url: string, timeoutMs: number): Promise<void> {
+export async function waitForRedisAt(url: string, timeoutMs: number): Promise<void> {
   const redis = createRedis(url);
   redis.on('error', () => {});
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new Error(
-            `Redis did not answer within ${timeoutMs} ms (${redis.options.host}:${redis.options.port})`,
-          ),
-        ),
-      timeoutMs,
-    );
-  });
   try {
-    await Promise.race([redis.ping(), timeout]);
+    await waitForRedis(redis, timeoutMs);
   } finally {
-    clearTimeout(timer);
     redis.disconnect();
   }
 }
