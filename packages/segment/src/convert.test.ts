@@ -261,6 +261,29 @@ describe('convertSegment', () => {
     }
   });
 
+  it('never overwrites a backup that differs; keeps an identical one (rerun after a crash)', async () => {
+    const seg = mixedSegment();
+    const { dir, log } = await setup(seg.bytes);
+    const backupDir = path.join(dir, 'backup');
+    const backupLog = path.join(backupDir, 'topic-0', '00000000000000000000.log');
+    // A crash after the backup, before the swap: the rerun finds its own identical backup.
+    await expect(
+      convertSegment(log, { codec: 'zstd', inPlace: true, backupDir, testHooks: { crashAfter: 'marker' } }),
+    ).rejects.toThrow(/simulated crash/);
+    expect(await readFile(backupLog)).toEqual(seg.bytes);
+    const first = await convertSegment(log, { codec: 'zstd', inPlace: true, backupDir });
+    expect(first.result).toBe('converted');
+    expect(await readFile(backupLog)).toEqual(seg.bytes);
+    // A forced second conversion would back up the zstd result over the true original: refused.
+    const converted = await sha256(log);
+    const second = await convertSegment(log, { codec: 'gzip', inPlace: true, backupDir, force: true });
+    expect(second.result).toBe('failed');
+    expect(second.error).toMatchObject({ code: 'IO' });
+    expect(second.reason).toMatch(/already exists and differs/);
+    expect(await readFile(backupLog)).toEqual(seg.bytes);
+    expect(await sha256(log)).toBe(converted);
+  });
+
   it('verify compares a recompressed batch with the digest of its source records (no second gunzip)', async () => {
     // Two gzip batches -> zstd. The hook swaps the second written batch for one with the same
     // header and a valid CRC whose records differ in one value byte: only the record comparison

@@ -36,6 +36,7 @@ import {
   fsyncDir,
   removeIfExists,
   renameSynced,
+  sameContent,
   writeFileSynced,
 } from './fs-util.js';
 import { MARKER_SUFFIX, type SegmentPaths, SWAP_SUFFIX, TMP_SUFFIX } from './names.js';
@@ -94,25 +95,47 @@ export async function backupOriginals(
 ): Promise<string[]> {
   const dest = path.join(backupDir, path.basename(p.dir));
   await mkdir(dest, { recursive: true });
+  const copies: { src: string; to: string; suffix: string }[] = [];
+  const kept: string[] = [];
+  // A backup already there is either this original (a rerun after a crash: keep it) or something
+  // else under the same name (a segment converted before, the same partition name in another log
+  // dir): never overwrite it, it may be the only copy of the true original.
+  for (const suffix of REWRITTEN) {
+    const src = finalPath(p, suffix);
+    if (!(await exists(src))) continue;
+    const to = path.join(dest, `${p.prefix}${suffix}`);
+    if (await exists(to)) {
+      if (await sameContent(src, to)) {
+        kept.push(to);
+        continue;
+      }
+      throw new SegmentIoError(
+        `backup ${to} already exists and differs from ${src}; refusing to overwrite it (move it away or use another --backup-dir)`,
+        { file: to },
+      );
+    }
+    copies.push({ src, to, suffix });
+  }
   const written: string[] = [];
   try {
-    for (const suffix of REWRITTEN) {
-      const src = finalPath(p, suffix);
-      if (!(await exists(src))) continue;
-      const to = path.join(dest, `${p.prefix}${suffix}`);
-      written.push(to);
-      await copyFileSynced(src, to);
+    for (const { src, to, suffix } of copies) {
+      // Copied under a temporary name and renamed: a truncated copy (disk full, crash) never
+      // sits under the original's name where it would pass for a backup.
+      const partial = `${to}${TMP_SUFFIX}`;
+      await copyFileSynced(src, partial);
       const st = await stat(src);
-      await utimes(to, st.atime, suffix === '.log' ? new Date(mtimeMs) : st.mtime);
+      await utimes(partial, st.atime, suffix === '.log' ? new Date(mtimeMs) : st.mtime);
+      written.push(to);
+      await renameSynced(partial, to);
     }
     await fsyncDir(dest);
     await fsyncDir(backupDir);
   } catch (err) {
-    // A truncated copy under the original's name would pass for a backup (e.g. disk full).
+    for (const { to } of copies) await removeIfExists(`${to}${TMP_SUFFIX}`).catch(() => {});
     for (const f of written) await removeIfExists(f).catch(() => {});
     throw err;
   }
-  return written;
+  return [...kept, ...written];
 }
 
 export interface SwapOptions {
