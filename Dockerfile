@@ -54,13 +54,11 @@ RUN ln -s seglift /usr/local/bin/seglift-worker \
 
 # Nothing is written outside mounted volumes and /tmp (an emptyDir under Kubernetes).
 # The config file is named by SEGLIFT_CONFIG where one is mounted (the Kubernetes manifests do).
-# MALLOC_ARENA_MAX=2 and --max-semi-space-size=8: the entrypoint runs `node main.js`, bypassing
-# the shebangs that set them: glibc gives each thread (V8's GC helpers, worker_threads) its own
-# malloc arena, and V8 grows the young generation to 48 MiB under the pipeline's allocation rate;
-# capping both keeps a conversion's peak RSS near its real working set (bench/pipeline).
+# MALLOC_ARENA_MAX=2: the entrypoint runs `node main.js`, bypassing the shebangs that set it
+# (it passes their node flags itself): glibc gives each thread (V8's GC helpers, worker_threads)
+# its own malloc arena; capping them keeps a conversion's peak RSS near its working set.
 ENV NODE_ENV=production \
     MALLOC_ARENA_MAX=2 \
-    NODE_OPTIONS=--max-semi-space-size=8 \
     HOME=/tmp
 WORKDIR /tmp
 USER 10001:10001

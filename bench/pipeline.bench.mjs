@@ -7,10 +7,11 @@
 //     target >= 0.8x). Measured for the whole pipeline (convert + verify + indexes + fsync) and
 //     for its convert phase alone;
 //  3. `migrate` of many segments with 2 threads vs 1 (target >= 1.7x).
-// Options (env): BENCH_BIG_MB (default 1024), BENCH_V2_MB (default 256), BENCH_DIR (default os tmp).
+// Options (env): BENCH_BIG_MB (default 1024), BENCH_V2_MB (default 256), BENCH_DIR (default os tmp),
+// BENCH_PARTS (default memory,throughput,migrate).
 // Run: pnpm bench pipeline
 import { spawnSync } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -22,6 +23,7 @@ const { CompressionType, compress, decompress, encodeRecordBatch } = fmt;
 
 const BIG_MB = Number(process.env.BENCH_BIG_MB ?? 1024);
 const V2_MB = Number(process.env.BENCH_V2_MB ?? 256);
+const parts = new Set((process.env.BENCH_PARTS ?? 'memory,throughput,migrate').split(','));
 const work = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'seglift-bench-'));
 const MiB = 1024 * 1024;
 const enc = new TextEncoder();
@@ -136,12 +138,14 @@ const stampV2 = (e, next) => {
   return next + BigInt(RECORDS_PER_BATCH);
 };
 
-// The seglift bin runs node with MALLOC_ARENA_MAX=2 and --max-semi-space-size=8
-// (apps/cli/src/main.ts); children run the same way unless BENCH_MALLOC_ARENA_MAX /
+// The seglift bin runs node with MALLOC_ARENA_MAX=2, --max-semi-space-size=8 and
+// --single-threaded-gc (apps/cli/src/main.ts); children run the same way unless BENCH_MALLOC_ARENA_MAX /
 // BENCH_NODE_FLAGS say otherwise ('' = the defaults).
 const childEnv = { ...process.env, MALLOC_ARENA_MAX: process.env.BENCH_MALLOC_ARENA_MAX ?? '2' };
 if (childEnv.MALLOC_ARENA_MAX === '') delete childEnv.MALLOC_ARENA_MAX;
-const childFlags = (process.env.BENCH_NODE_FLAGS ?? '--max-semi-space-size=8').split(' ').filter(Boolean);
+const childFlags = (process.env.BENCH_NODE_FLAGS ?? '--max-semi-space-size=8 --single-threaded-gc')
+  .split(' ')
+  .filter(Boolean);
 
 function convertInChild(logPath, outDir, extra = {}) {
   const script = `
@@ -170,7 +174,7 @@ function convertInChild(logPath, outDir, extra = {}) {
 const rows = [];
 try {
   // 1. Memory.
-  {
+  if (parts.has('memory')) {
     const dir = join(work, 'big');
     mkdirSync(dir);
     const log = join(dir, '00000000000000000000.log');
@@ -197,7 +201,7 @@ try {
   }
 
   // 2. Throughput vs the codec floor.
-  {
+  if (parts.has('throughput')) {
     const dir = join(work, 'v2');
     mkdirSync(dir);
     const log = join(dir, '00000000000000000000.log');
@@ -253,7 +257,7 @@ try {
   }
 
   // 3. migrate scaling.
-  if (typeof segment.migrate === 'function') {
+  if (parts.has('migrate')) {
     const pool = v2Pool(16);
     const make = (name) => {
       const root = join(work, name);
@@ -276,12 +280,22 @@ try {
     const times = {};
     for (const threads of [1, 2]) {
       const root = make(`migrate-${threads}`);
-      const t = performance.now();
-      const res = await segment.migrate([root], { codec: 'zstd', level: 3, concurrency: threads });
-      times[threads] = performance.now() - t;
-      const reports = Array.isArray(res) ? res : res.reports;
-      const converted = reports.filter((r) => r.result === 'converted').length;
-      if (converted !== 16) throw new Error(`migrate converted ${converted} of 16 segments`);
+      // In a child started the way the seglift bin starts (flags and env above).
+      const script = `
+        const { migrate } = await import(${JSON.stringify(new URL('../packages/segment/dist/index.js', import.meta.url).href)});
+        const t = performance.now();
+        const res = await migrate([${JSON.stringify(root)}], { codec: 'zstd', level: 3, concurrency: ${threads} });
+        const ms = performance.now() - t;
+        console.log(JSON.stringify({ ms, converted: res.reports.filter((r) => r.result === 'converted').length }));
+      `;
+      // A file, not -e: worker threads inherit execArgv, and --input-type is refused there.
+      const file = join(work, `migrate-${threads}.mjs`);
+      writeFileSync(file, script);
+      const r = spawnSync(process.execPath, [...childFlags, file], { encoding: 'utf8', env: childEnv });
+      if (r.status !== 0) throw new Error(`migrate child failed: ${r.stderr}`);
+      const out = JSON.parse(r.stdout.trim().split('\n').pop());
+      if (out.converted !== 16) throw new Error(`migrate converted ${out.converted} of 16 segments`);
+      times[threads] = out.ms;
       rmSync(root, { recursive: true });
     }
     const speedup = times[1] / times[2];

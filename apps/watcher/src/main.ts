@@ -1,7 +1,8 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=8
-// Memory bound (bench/pipeline): glibc gives each thread (V8's GC helpers, worker_threads) its
-// own malloc arena unless capped, and V8 grows the young generation to 48 MiB under the
-// pipeline's allocation rate; conversion threads get the same cap (PIPELINE_THREAD_RESOURCE_LIMITS).
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=8 --single-threaded-gc
+// Memory and threads (bench/pipeline): glibc gives each thread its own malloc arena unless
+// capped; V8 grows the young generation to 48 MiB under the pipeline's allocation rate (with both
+// capped a 1 GiB segment converts in well under 200 MiB RSS); and V8's GC helper threads compete
+// with the conversion threads for cores (single-threaded GC: migrate on 2 cores ~1.7x, not ~1.55x).
 /**
  * seglift-watcher: queues finished Kafka segments for the seglift workers.
  *   seglift-watcher [--config FILE] [--root DIR]... [--redis-url URL] [--once [--wait]]
