@@ -14,6 +14,7 @@ export default defineConfig({
       '@seglift/config': src('./config'),
       '@seglift/observability': src('./packages/observability'),
       '@seglift/queue': src('./packages/queue'),
+      '@seglift/testkit': src('./packages/testkit'),
     },
   },
   test: {

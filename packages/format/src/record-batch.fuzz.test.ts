@@ -5,9 +5,10 @@
  * no other exception, no input slower than PER_INPUT_MS, and no allocation beyond the
  * configured limit. `pnpm fuzz` runs the same loop for longer (SEGLIFT_FUZZ_SECONDS).
  */
-import { appendFileSync, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type FuzzFailure, fuzzHarness, mutate, prng, trackAllocations } from '@seglift/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeControlRecordKey, encodeEndTransactionMarker } from './control.js';
 import { crc32c } from './crc.js';
@@ -26,8 +27,6 @@ import {
 } from './record-batch.js';
 import type { Record as KRecord } from './types.js';
 
-const SECONDS = Number(process.env.SEGLIFT_FUZZ_SECONDS ?? 0);
-const SEED = Number(process.env.SEGLIFT_FUZZ_SEED ?? 20260601);
 const CI_INPUTS = 12_000;
 const PER_INPUT_MS = 2_000;
 /** Small limit so a length field that drives an allocation is caught. */
@@ -37,80 +36,6 @@ const ALLOC_BOUND = LIMIT + 4 * 1024 * 1024 + 64 * 1024;
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const realRoot = path.resolve(repoRoot, '..', 'shared', 'fixtures', 'real');
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const INTERESTING32 = [
-  0, 1, -1, 7, 12, 14, 49, 61, 0x7f, 0x80, 0xff, 0x100, 0x7fff, 0x8000, 0xffff, 0x10000, 0x3fffffff,
-  0x7fffffff, -0x80000000, 0x40000, 0x100000,
-];
-
-/** Byte-level mutations, biased towards the length/count fields at `hot` positions. */
-function mutate(rand: () => number, src: Uint8Array, hot: number[]): Buffer {
-  const int = (n: number) => Math.floor(rand() * n);
-  let b = Buffer.from(src);
-  const rounds = 1 + int(3);
-  for (let k = 0; k < rounds; k++) {
-    if (b.length === 0) return Buffer.from([int(256)]);
-    switch (int(10)) {
-      case 0:
-        b[int(b.length)] ^= 1 << int(8);
-        break;
-      case 1:
-        b[int(b.length)] = [0, 0xff, 0x7f, 0x80, 1][int(5)];
-        break;
-      case 2:
-      case 3: {
-        const p = hot.length > 0 && rand() < 0.7 ? hot[int(hot.length)] : int(b.length);
-        if (p + 4 > b.length) break;
-        const v = rand() < 0.6 ? INTERESTING32[int(INTERESTING32.length)] : b.readInt32BE(p) + int(17) - 8;
-        b.writeUInt32BE(v >>> 0, p);
-        break;
-      }
-      case 4:
-        b = b.subarray(0, int(b.length));
-        break;
-      case 5: {
-        const p = int(b.length + 1);
-        const ins = Buffer.alloc(1 + int(16));
-        for (let i = 0; i < ins.length; i++) ins[i] = int(256);
-        b = Buffer.concat([b.subarray(0, p), ins, b.subarray(p)]);
-        break;
-      }
-      case 6: {
-        const p = int(b.length);
-        b = Buffer.concat([b.subarray(0, p), b.subarray(p + 1 + int(32))]);
-        break;
-      }
-      case 7: {
-        const p = int(b.length);
-        const q = Math.min(b.length, p + 1 + int(64));
-        b = Buffer.concat([b.subarray(0, q), b.subarray(p, q), b.subarray(q)]);
-        break;
-      }
-      case 8: {
-        // A run of continuation bytes: varints that never end or overflow.
-        const p = int(b.length);
-        b.fill(rand() < 0.5 ? 0xff : 0x80, p, Math.min(b.length, p + 1 + int(10)));
-        break;
-      }
-      case 9:
-        // Codec bits of the attributes (ids 5-7 included).
-        if (b.length > 22) b[22] = (b[22] & ~7) | int(8);
-        break;
-    }
-  }
-  return b;
-}
 
 /** Rewrites length and CRC-32C so a mutation reaches the record parser instead of the CRC check. */
 function reseal(b: Buffer, fixLength: boolean): Buffer {
@@ -150,7 +75,7 @@ function records(rand: () => number, n: number): KRecord[] {
 
 /** Seeds: every codec, with and without headers, idempotent/transactional, control, empty. */
 function generatedBatches(): Buffer[] {
-  const rand = prng(SEED);
+  const rand = prng(fuzz.seed);
   const out: Buffer[] = [];
   for (const codec of [0, 1, 2, 3, 4]) {
     for (const n of [1, 5, 40]) {
@@ -247,78 +172,29 @@ function mutatedPayloadBatch(rand: () => number, codec: number): Buffer {
   return b;
 }
 
-interface Failure {
-  op: string;
-  input: string;
-  error: string;
-}
-
-/** Runs `fn`; anything but a return or a SegliftError with a code, or a slow input, is a failure. */
-function check(op: string, input: Uint8Array, fn: () => unknown, failures: Failure[]): boolean {
-  const t = performance.now();
-  let ok = false;
-  try {
-    fn();
-    ok = true;
-  } catch (err) {
-    if (!(err instanceof SegliftError) || typeof err.code !== 'string' || err.code.length === 0) {
-      failures.push({
-        op,
-        input: Buffer.from(input).toString('hex').slice(0, 4000),
-        error: String((err as Error)?.stack ?? err),
-      });
-    }
-  }
-  const ms = performance.now() - t;
-  if (ms > PER_INPUT_MS)
-    failures.push({ op, input: Buffer.from(input).toString('hex').slice(0, 4000), error: `took ${ms} ms` });
-  return ok;
-}
-
-/** Records the largest Buffer allocation requested while `fn` runs. */
-function trackAllocations<T>(fn: () => T): { result: T; largest: number } {
-  const B = Buffer as unknown as Record<string, (...a: unknown[]) => Buffer>;
-  const names = ['alloc', 'allocUnsafe', 'allocUnsafeSlow'];
-  const saved = names.map((n) => B[n]);
-  let largest = 0;
-  names.forEach((n, i) => {
-    B[n] = (...a: unknown[]) => {
-      if (typeof a[0] === 'number' && a[0] > largest) largest = a[0];
-      return saved[i].apply(Buffer, a);
-    };
-  });
-  try {
-    return { result: fn(), largest };
-  } finally {
-    names.forEach((n, i) => {
-      B[n] = saved[i];
-    });
-  }
-}
-
-const stats = { inputs: 0, decodedOk: 0, failures: 0, arrayBuffersGrowthMB: 0 };
-afterAll(() => {
-  if (process.env.SEGLIFT_FUZZ_STATS)
-    appendFileSync(
-      process.env.SEGLIFT_FUZZ_STATS,
-      `${JSON.stringify({ suite: 'format/record-batch', ...stats })}\n`,
-    );
+const fuzz = fuzzHarness({
+  suite: 'format/record-batch',
+  ciInputs: CI_INPUTS,
+  perInputMs: PER_INPUT_MS,
+  typedError: SegliftError,
 });
+const stats = { inputs: 0, decodedOk: 0, failures: 0, arrayBuffersGrowthMB: 0 };
+afterAll(() => fuzz.writeStats(stats));
 
 describe('fuzz: v2 record batch readers', () => {
   it('mutated and truncated batches (generated in every codec, control, empty, real) end in a result or a SegliftError', () => {
     const seeds = [...generatedBatches(), ...realBatches()];
-    const rand = prng(SEED ^ 0x9e3779b9);
-    const failures: Failure[] = [];
+    const rand = prng(fuzz.seed ^ 0x9e3779b9);
+    const failures: FuzzFailure[] = [];
     const decode = { maxDecompressedBytes: LIMIT };
-    const deadline = SECONDS > 0 ? Date.now() + SECONDS * 1000 : Number.POSITIVE_INFINITY;
+    const more = fuzz.budget();
     // Largest growth of arrayBuffers over a window of 256 inputs. Not the total: Node 20's zlib
     // *Sync functions keep ~16 KB per call that throws (corrupt gzip), even after GC.
     let lastArrayBuffers = process.memoryUsage().arrayBuffers;
     const baseArrayBuffers = lastArrayBuffers;
     let maxJump = 0;
     const { largest } = trackAllocations(() => {
-      for (let i = 0; SECONDS > 0 ? Date.now() < deadline : i < CI_INPUTS; i++) {
+      for (let i = 0; more(i); i++) {
         let input: Buffer;
         const roll = rand();
         if (roll < 0.25) input = mutatedPayloadBatch(rand, Math.floor(rand() * 5));
@@ -327,13 +203,14 @@ describe('fuzz: v2 record batch readers', () => {
           if (roll < 0.7) input = reseal(input, rand() < 0.5);
         }
         stats.inputs++;
-        check('readRecordBatchHeader', input, () => readRecordBatchHeader(input, 0), failures);
-        check('checkRecordBatchCrc', input, () => checkRecordBatchCrc(input), failures);
-        if (check('decodeRecords', input, () => decodeRecords(input, decode), failures)) stats.decodedOk++;
-        check('iterateRecords', input, () => [...iterateRecords(input, decode)], failures);
-        check('logicalRecordsOfBatch', input, () => [...logicalRecordsOfBatch(input, decode)], failures);
-        check('recordsPayload', input, () => recordsPayload(input, decode), failures);
-        check('recompressRecordBatch', input, () => recompressRecordBatch(input, 4, decode), failures);
+        fuzz.check('readRecordBatchHeader', input, () => readRecordBatchHeader(input, 0), failures);
+        fuzz.check('checkRecordBatchCrc', input, () => checkRecordBatchCrc(input), failures);
+        if (fuzz.check('decodeRecords', input, () => decodeRecords(input, decode), failures))
+          stats.decodedOk++;
+        fuzz.check('iterateRecords', input, () => [...iterateRecords(input, decode)], failures);
+        fuzz.check('logicalRecordsOfBatch', input, () => [...logicalRecordsOfBatch(input, decode)], failures);
+        fuzz.check('recordsPayload', input, () => recordsPayload(input, decode), failures);
+        fuzz.check('recompressRecordBatch', input, () => recompressRecordBatch(input, 4, decode), failures);
         if ((i & 255) === 0) {
           const now = process.memoryUsage().arrayBuffers;
           maxJump = Math.max(maxJump, now - lastArrayBuffers);
@@ -347,6 +224,6 @@ describe('fuzz: v2 record batch readers', () => {
     expect(largest).toBeLessThanOrEqual(ALLOC_BOUND);
     // No length field made memory jump: far below what one 0x7fffffff-sized allocation would be.
     expect(maxJump).toBeLessThan(64 * 1024 * 1024);
-    expect(stats.inputs).toBeGreaterThanOrEqual(SECONDS > 0 ? 1 : CI_INPUTS);
+    expect(stats.inputs).toBeGreaterThanOrEqual(fuzz.minInputs);
   });
 });

@@ -11,15 +11,16 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { appendFile, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { crc32, crc32c, decompress, SegliftError } from '@seglift/format';
 import { encodeLegacyEntry, readLegacyEntry } from '@seglift/legacy';
+import { fuzzHarness, prng, startAllocationTracking } from '@seglift/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
 import { readSegmentEntries } from './reader.js';
-import { mixedSegment, prng, tmpDir, v2Batch } from './test-support/fixtures.js';
+import { mixedSegment, tmpDir, v2Batch } from './test-support/fixtures.js';
 import {
   independentRecords,
   type PlainRecord,
@@ -28,8 +29,6 @@ import {
 } from './test-support/independent.js';
 import { verifySegment } from './verify.js';
 
-const SECONDS = Number(process.env.SEGLIFT_FUZZ_SECONDS ?? 0);
-const SEED = Number(process.env.SEGLIFT_FUZZ_SEED ?? 20260601);
 const CI_INPUTS = 1500;
 const PER_INPUT_MS = 5_000;
 const MAX_DECOMPRESSED = 256 * 1024;
@@ -159,7 +158,7 @@ async function realSeeds(): Promise<Seed[]> {
 
 function generatedSeeds(): Seed[] {
   const seeds: Buffer[] = [mixedSegment(0n, 1).bytes, mixedSegment(0n, 2).bytes];
-  const rand = prng(SEED);
+  const rand = prng(fuzz.seed);
   // Small single-codec segments: every codec in v2, and plain legacy.
   for (const codec of [0, 1, 2, 3, 4] as const) {
     seeds.push(
@@ -269,32 +268,12 @@ interface Failure {
   error: string;
 }
 
-function problem(err: unknown): string | undefined {
-  if (err instanceof SegliftError && typeof err.code === 'string' && err.code.length > 0) return undefined;
-  return String((err as Error)?.stack ?? err);
-}
-
-/** Records the largest Buffer allocation requested while the fuzz loop runs. */
-function trackAllocations(): { largest: () => number; restore: () => void } {
-  const B = Buffer as unknown as Record<string, (...a: unknown[]) => Buffer>;
-  const names = ['alloc', 'allocUnsafe', 'allocUnsafeSlow'];
-  const saved = names.map((n) => B[n]);
-  let largest = 0;
-  names.forEach((n, i) => {
-    B[n] = (...a: unknown[]) => {
-      if (typeof a[0] === 'number' && a[0] > largest) largest = a[0];
-      return saved[i].apply(Buffer, a);
-    };
-  });
-  return {
-    largest: () => largest,
-    restore: () =>
-      names.forEach((n, i) => {
-        B[n] = saved[i];
-      }),
-  };
-}
-
+const fuzz = fuzzHarness({
+  suite: 'segment/convert',
+  ciInputs: CI_INPUTS,
+  perInputMs: PER_INPUT_MS,
+  typedError: SegliftError,
+});
 const stats = {
   inputs: 0,
   converted: 0,
@@ -306,23 +285,17 @@ const stats = {
   inPlace: 0,
   failures: 0,
 };
-afterAll(async () => {
-  if (process.env.SEGLIFT_FUZZ_STATS)
-    await appendFile(
-      process.env.SEGLIFT_FUZZ_STATS,
-      `${JSON.stringify({ suite: 'segment/convert', ...stats })}\n`,
-    );
-});
+afterAll(() => fuzz.writeStats(stats));
 
 describe('fuzz: segment files through reader, verifySegment and convertSegment', () => {
   it('every mutated segment ends in a typed result; a successful conversion verifies and keeps every record', async () => {
     const seeds = [...generatedSeeds(), ...(await realSeeds())];
-    const rand = prng(SEED ^ 0x5e6);
+    const rand = prng(fuzz.seed ^ 0x5e6);
     const root = await tmpDir('seglift-fuzz-');
     const failures: Failure[] = [];
-    const deadline = SECONDS > 0 ? Date.now() + SECONDS * 1000 : Number.POSITIVE_INFINITY;
+    const more = fuzz.budget();
     const codecs = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const;
-    const alloc = trackAllocations();
+    const alloc = startAllocationTracking();
     // Largest arrayBuffers rise during one input (sampled every 2 ms), not the total: Node 20's
     // zlib *Sync functions keep ~16 KB per call that throws (corrupt gzip), even after GC.
     const baseArrayBuffers = process.memoryUsage().arrayBuffers;
@@ -333,7 +306,7 @@ describe('fuzz: segment files through reader, verifySegment and convertSegment',
       inputPeak = Math.max(inputPeak, process.memoryUsage().arrayBuffers);
     }, 2);
     try {
-      for (let i = 0; SECONDS > 0 ? Date.now() < deadline : i < CI_INPUTS; i++) {
+      for (let i = 0; more(i); i++) {
         const seed = seeds[Math.floor(rand() * seeds.length)];
         let input = mutate(rand, seed);
         if (rand() < 0.7) input = reseal(input);
@@ -348,7 +321,7 @@ describe('fuzz: segment files through reader, verifySegment and convertSegment',
           failures.push({ op, seed: i, error: `${error} (input kept as ${kept})` });
         };
         // Failing inputs are kept for a rerun: seglift-fuzz-failures/<seed>-<i>.log in the tmp dir.
-        const kept = path.join(os.tmpdir(), 'seglift-fuzz-failures', `${SEED}-${i}-${name}`);
+        const kept = path.join(os.tmpdir(), 'seglift-fuzz-failures', `${fuzz.seed}-${i}-${name}`);
         const keep = async () => {
           if (failures.length > failuresBefore) {
             await mkdir(path.dirname(kept), { recursive: true });
@@ -367,7 +340,7 @@ describe('fuzz: segment files through reader, verifySegment and convertSegment',
             // entries only
           }
         } catch (err) {
-          const p = problem(err);
+          const p = fuzz.unexpected(err);
           if (p) fail('readSegmentEntries', p);
         }
         // Offsets that go backwards or repeat in the source are kept as they are (convert never
