@@ -18,7 +18,6 @@ import { performance } from 'node:perf_hooks';
 
 const fmt = await import(new URL('../packages/format/dist/index.js', import.meta.url).href);
 const legacy = await import(new URL('../packages/legacy/dist/index.js', import.meta.url).href);
-const segment = await import(new URL('../packages/segment/dist/index.js', import.meta.url).href);
 const { CompressionType, compress, decompress, encodeRecordBatch } = fmt;
 
 const BIG_MB = Number(process.env.BENCH_BIG_MB ?? 1024);

@@ -16,7 +16,11 @@ import {
   readRecordBatchHeader,
   SegmentIndexBuilder,
 } from '../packages/format/dist/index.js';
-import { encodeCompressedWrapper, encodeLegacyEntry, readLegacyEntry } from '../packages/legacy/dist/index.js';
+import {
+  encodeCompressedWrapper,
+  encodeLegacyEntry,
+  readLegacyEntry,
+} from '../packages/legacy/dist/index.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', 'samples', 'kafka-logs');
 const enc = new TextEncoder();
@@ -29,7 +33,13 @@ const pick = (xs) => xs[Math.floor(rand() * xs.length)];
 const cities = ['Lisbon', 'Oslo', 'Kyoto', 'Lima', 'Accra', 'Perth', 'Quito', 'Riga'];
 const value = (i, kind) =>
   enc.encode(
-    JSON.stringify({ id: i, kind, city: pick(cities), amount: Math.floor(rand() * 100000) / 100, note: 'x'.repeat(Math.floor(rand() * 40)) }),
+    JSON.stringify({
+      id: i,
+      kind,
+      city: pick(cities),
+      amount: Math.floor(rand() * 100000) / 100,
+      note: 'x'.repeat(Math.floor(rand() * 40)),
+    }),
   );
 
 function writeSegment(dir, baseOffset, entries) {
@@ -54,16 +64,26 @@ function writeSegment(dir, baseOffset, entries) {
   writeFileSync(join(dir, `${name}.timeindex`), timeIndex);
 }
 
-const v0 = (offset, i) => encodeLegacyEntry(BigInt(offset), { magic: 0, key: enc.encode(`order-${i}`), value: value(i, 'order') });
+const v0 = (offset, i) =>
+  encodeLegacyEntry(BigInt(offset), { magic: 0, key: enc.encode(`order-${i}`), value: value(i, 'order') });
 const v1 = (offset, i, ts, val = value(i, 'click')) =>
-  encodeLegacyEntry(BigInt(offset), { magic: 1, timestamp: BigInt(ts), key: enc.encode(`user-${i % 17}`), value: val });
+  encodeLegacyEntry(BigInt(offset), {
+    magic: 1,
+    timestamp: BigInt(ts),
+    key: enc.encode(`user-${i % 17}`),
+    value: val,
+  });
 
 rmSync(root, { recursive: true, force: true });
 
 // orders-0: magic 0 (0.9 era, no timestamps): plain messages, then gzip wrappers.
 {
   const dir = join(root, 'orders-0');
-  writeSegment(dir, 0, Array.from({ length: 120 }, (_, i) => v0(i, i)));
+  writeSegment(
+    dir,
+    0,
+    Array.from({ length: 120 }, (_, i) => v0(i, i)),
+  );
   const wrappers = [];
   for (let w = 0; w < 6; w++) {
     const messages = Array.from({ length: 20 }, (_, j) => {
@@ -87,7 +107,12 @@ rmSync(root, { recursive: true, force: true });
     const messages = [];
     for (let j = 0; j < 25; j++, o++) {
       if (rand() < 0.2) continue; // compacted away: the wrapper keeps the survivors' offsets
-      messages.push({ offset: BigInt(o), timestamp: BigInt(t0 + o * 1000), key: enc.encode(`user-${o % 17}`), value: value(o, 'click') });
+      messages.push({
+        offset: BigInt(o),
+        timestamp: BigInt(t0 + o * 1000),
+        key: enc.encode(`user-${o % 17}`),
+        value: value(o, 'click'),
+      });
     }
     snappy.push(encodeCompressedWrapper({ magic: 1, codec: CompressionType.SNAPPY, messages }));
   }
@@ -122,7 +147,12 @@ rmSync(root, { recursive: true, force: true });
   for (let w = 0; w < 5; w++) {
     const messages = Array.from({ length: 30 }, (_, j) => {
       const off = w * 30 + j;
-      return { offset: BigInt(off), timestamp: BigInt(t0 + off), key: enc.encode(`acct-${off % 9}`), value: value(off, 'payment') };
+      return {
+        offset: BigInt(off),
+        timestamp: BigInt(t0 + off),
+        key: enc.encode(`acct-${off % 9}`),
+        value: value(off, 'payment'),
+      };
     });
     entries.push(encodeCompressedWrapper({ magic: 1, codec: CompressionType.GZIP, messages }));
   }

@@ -12,7 +12,14 @@ rmSync(results, { force: true });
 const vitest = join(root, 'node_modules/vitest/vitest.mjs');
 const r = spawnSync(
   process.execPath,
-  [vitest, 'run', '--reporter=default', '--reporter=json', `--outputFile=${results}`, ...process.argv.slice(2)],
+  [
+    vitest,
+    'run',
+    '--reporter=default',
+    '--reporter=json',
+    `--outputFile=${results}`,
+    ...process.argv.slice(2),
+  ],
   { cwd: root, stdio: 'inherit' },
 );
 if (existsSync(results)) {

@@ -5,7 +5,6 @@ import { afterAll, describe, expect, it } from 'vitest';
 import {
   ConfigError,
   DEFAULT_COALESCE_BYTES,
-  DEFAULT_MAX_BATCH_BYTES,
   formatConfig,
   loadConfig,
   loadConfigWithSources,

@@ -131,6 +131,7 @@ async function clearMount(): Promise<void> {
     await rm(path.join(mountPoint!, n), { recursive: true, force: true });
 }
 
+if (!mountPoint) console.warn(`faults.test.ts: real ENOSPC/EROFS tests skipped: ${mountSkip}`);
 describe.skipIf(!mountPoint)('disk full (ENOSPC) on a 2 MiB tmpfs', () => {
   beforeEach(clearMount);
 
