@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ByteReader, ByteWriter } from './bytes.js';
 import { CorruptRecordError, InvalidArgumentError } from './errors.js';
-import { decodeRecord, encodeRecord, readRecord, sizeOfRecord, writeRecord } from './record.js';
+import { decodeRecord, encodeRecord, readRecord, sizeOfRecord, skipRecord, writeRecord } from './record.js';
 import type { Record } from './types.js';
 
 const require = createRequire(import.meta.url);
@@ -143,4 +143,35 @@ describe('v2 Record', () => {
       });
     },
   );
+});
+
+describe('skipRecord', () => {
+  const outcome = (bytes: Uint8Array, step: (r: ByteReader) => unknown) => {
+    const r = new ByteReader(bytes);
+    try {
+      step(r);
+      return { end: r.pos };
+    } catch (err) {
+      expect(err).toBeInstanceOf(CorruptRecordError);
+      const e = err as CorruptRecordError;
+      return { error: e.detail, position: e.position };
+    }
+  };
+
+  it('accepts and rejects exactly what readRecord does, at the same positions (mutated records)', () => {
+    fc.assert(
+      fc.property(
+        recordArb,
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }),
+        fc.nat(),
+        (record, flips, cut) => {
+          const bytes = Buffer.from(encodeRecord(record));
+          for (const [at, v] of flips) bytes[at % bytes.length] = v;
+          const input = bytes.subarray(0, bytes.length - (cut % 3 === 0 ? cut % bytes.length : 0));
+          expect(outcome(input, skipRecord)).toEqual(outcome(input, readRecord));
+        },
+      ),
+      { seed: 20261129, numRuns: 2000 },
+    );
+  });
 });
