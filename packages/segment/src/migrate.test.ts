@@ -66,3 +66,30 @@ describe('migrate', () => {
     await check('threads');
   });
 });
+
+describe('migrate thread pool', () => {
+  it.skipIf(!workerScriptPath())(
+    'a dead thread fails its segment with the reason; the run goes on (dist)',
+    async () => {
+      const { root } = await cluster();
+      const victim = path.join(root, 'logdir', 'orders-0', '00000000000000001000.log');
+      const before = await readFile(victim);
+      process.env.SEGLIFT_TEST_THREAD_CRASH = 'orders-0/00000000000000001000.log';
+      try {
+        const res = await migrate([path.join(root, 'logdir')], {
+          codec: 'zstd',
+          mode: 'threads',
+          concurrency: 2,
+        });
+        expect(res.summary).toMatchObject({ segments: 8, converted: 2, skipped: 5, failed: 1 });
+        const failed = res.reports.find((r) => r.result === 'failed')!;
+        expect(failed.path).toBe(victim);
+        expect(failed.reason).toMatch(/conversion thread died: exit code 70/);
+        expect(failed.error).toMatchObject({ code: 'IO', file: victim });
+        expect(await readFile(victim)).toEqual(before);
+      } finally {
+        delete process.env.SEGLIFT_TEST_THREAD_CRASH;
+      }
+    },
+  );
+});

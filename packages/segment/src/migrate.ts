@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { type ConvertOptions, convertSegment } from './convert.js';
 import { findPartitionSegments, type SegmentFile } from './discovery.js';
+import { SegmentIoError } from './errors.js';
 import { emptyReport, type RunSummary, type SegmentReport, summarize } from './report.js';
 import type { WorkerMessage, WorkerRequest } from './worker.js';
 
@@ -124,35 +125,60 @@ export async function migrate(dirs: string[], options: MigrateOptions): Promise<
     }
   } else {
     let next = 0;
-    const runWorker = () =>
-      new Promise<void>((resolve, reject) => {
+    // One pool thread taking segments until none are left. A thread that dies (out of memory, a
+    // native crash) fails the segment it held, with the reason, and is replaced: the other
+    // segments of the run go on.
+    const runWorker = (): Promise<void> =>
+      new Promise<void>((resolve) => {
         const w = new Worker(script!, { resourceLimits: PIPELINE_THREAD_RESOURCE_LIMITS });
+        let current: number | undefined;
+        let ended = false;
         const onAbort = () => w.postMessage({ type: 'abort' });
         signal?.addEventListener('abort', onAbort);
+        const end = () => {
+          ended = true;
+          signal?.removeEventListener('abort', onAbort);
+        };
         const feed = () => {
           if (next >= todo.length || signal?.aborted) {
-            signal?.removeEventListener('abort', onAbort);
+            end();
             void w.terminate().then(() => resolve());
             return;
           }
-          const id = next++;
+          current = next++;
           w.postMessage({
             type: 'convert',
-            id,
-            logPath: todo[id].path,
+            id: current,
+            logPath: todo[current].path,
             options: { ...convert, inPlace: true },
           } satisfies WorkerRequest);
+        };
+        const died = (why: string) => {
+          if (ended) return;
+          end();
+          if (current !== undefined) {
+            const r = emptyReport(todo[current].path);
+            const e = new SegmentIoError(`conversion thread died: ${why}`, { file: todo[current].path });
+            r.result = 'failed';
+            r.bytesIn = todo[current].size;
+            r.error = e.toJSON();
+            r.reason = e.message;
+            done(current, r);
+          }
+          resolve(runWorker());
         };
         w.on('message', (m: WorkerMessage) => {
           if (m.type === 'progress') {
             inFlight.set(m.id, m.bytesDone);
             emit();
           } else {
+            current = undefined;
             done(m.id, m.report);
             feed();
           }
         });
-        w.on('error', reject);
+        w.on('error', (err) => died(err.message));
+        w.on('exit', (code) => died(`exit code ${code}`));
         feed();
       });
     await Promise.all(Array.from({ length: concurrency }, runWorker));

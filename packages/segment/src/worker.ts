@@ -25,6 +25,14 @@ if (parentPort) {
       return;
     }
     if (controller.signal.aborted) controller = new AbortController();
+    // Test hook: end this thread abruptly (as an out-of-memory or native crash would) on the
+    // segment named by the variable, so the pool's handling of a dead thread can be tested.
+    if (
+      process.env.SEGLIFT_TEST_THREAD_CRASH &&
+      msg.logPath.endsWith(process.env.SEGLIFT_TEST_THREAD_CRASH)
+    ) {
+      process.exit(70);
+    }
     const report = await convertSegment(msg.logPath, {
       ...msg.options,
       signal: controller.signal,
