@@ -13,7 +13,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, watch } from 'node:fs';
-import { cp, mkdir, readdir, readFile, rename, rm, unlink, utimes, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
@@ -22,7 +22,12 @@ import { migrate } from './migrate.js';
 import { SimulatedCrash, type SwapStep } from './swap.js';
 import { mixedSegment, prng, tmpDir, writeSegment } from './test-support/fixtures.js';
 import { ls, mtime, sha256 } from './test-support/helpers.js';
-import { independentRecords, recoveryIndexes, repoRoot, shallowEntries } from './test-support/independent.js';
+import {
+  independentRecords,
+  kafkaCompleteSwaps,
+  recoveryIndexes,
+  repoRoot,
+} from './test-support/independent.js';
 import { verifySegment } from './verify.js';
 
 const OLD = new Date('2019-05-06T07:08:09.000Z');
@@ -40,28 +45,6 @@ const STEPS: ('write' | 'verify' | SwapStep)[] = [
   'renamed',
 ];
 const ROLLED_BACK = new Set(['write', 'verify', 'marker', 'extras']);
-
-/**
- * Kafka's LogLoader swap completion (ref §6.6), written again for the test: for each `.log.swap`
- * delete every non-swap file whose offset prefix lies in [base, next offset), then rename every
- * `.swap`.
- */
-async function kafkaCompleteSwaps(pdir: string): Promise<void> {
-  const names = await readdir(pdir);
-  const ranges: [bigint, bigint][] = [];
-  for (const n of names.filter((x) => x.endsWith('.log.swap'))) {
-    const base = BigInt(n.slice(0, 20));
-    const entries = shallowEntries(await readFile(path.join(pdir, n)));
-    ranges.push([base, entries.length ? entries.at(-1)!.lastOffset + 1n : base]);
-  }
-  for (const n of names) {
-    if (n.endsWith('.swap') || !/^\d{20}\./.test(n)) continue;
-    const off = BigInt(n.slice(0, 20));
-    if (ranges.some(([a, b]) => off >= a && off < b)) await unlink(path.join(pdir, n));
-  }
-  for (const n of await readdir(pdir))
-    if (n.endsWith('.swap')) await rename(path.join(pdir, n), path.join(pdir, n.slice(0, -5)));
-}
 
 function offsetsStrictlyIncrease(records: { offset: string }[]): boolean {
   for (let i = 1; i < records.length; i++)

@@ -1,4 +1,4 @@
-import { cp, readdir, readFile, rename, unlink, utimes, writeFile } from 'node:fs/promises';
+import { cp, readFile, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
@@ -7,7 +7,7 @@ import { acquireSegmentLock } from './lock.js';
 import { SimulatedCrash, type SwapStep } from './swap.js';
 import { mixedSegment, tmpDir, writeSegment } from './test-support/fixtures.js';
 import { ls, mtime, sha256 } from './test-support/helpers.js';
-import { independentRecords, recoveryIndexes, shallowEntries } from './test-support/independent.js';
+import { independentRecords, kafkaCompleteSwaps, recoveryIndexes } from './test-support/independent.js';
 
 const OLD = new Date('2018-01-02T03:04:05.000Z');
 const FILES = [
@@ -29,28 +29,6 @@ async function setup() {
   await writeFile(path.join(pdir, '00000000000000000000.snapshot'), Buffer.alloc(20, 2));
   await utimes(log, OLD, OLD);
   return { seg, dir, log, pdir };
-}
-
-/**
- * Kafka's LogLoader swap completion, reimplemented from ref §6.6 for the test: for each
- * `.log.swap`, delete every non-swap file whose offset prefix lies in [base, next offset), then
- * rename every `.swap`.
- */
-async function kafkaCompleteSwaps(pdir: string): Promise<void> {
-  const names = await readdir(pdir);
-  const ranges: [bigint, bigint][] = [];
-  for (const n of names.filter((x) => x.endsWith('.log.swap'))) {
-    const base = BigInt(n.slice(0, 20));
-    const entries = shallowEntries(await readFile(path.join(pdir, n)));
-    ranges.push([base, entries.length ? entries.at(-1)!.lastOffset + 1n : base]);
-  }
-  for (const n of names) {
-    if (n.endsWith('.swap') || !/^\d{20}\./.test(n)) continue;
-    const off = BigInt(n.slice(0, 20));
-    if (ranges.some(([a, b]) => off >= a && off < b)) await unlink(path.join(pdir, n));
-  }
-  for (const n of await readdir(pdir))
-    if (n.endsWith('.swap')) await rename(path.join(pdir, n), path.join(pdir, n.slice(0, -5)));
 }
 
 const STEPS: ('write' | 'verify' | SwapStep)[] = [
