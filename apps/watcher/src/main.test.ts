@@ -1,15 +1,10 @@
-/**
- * The seglift-watcher process (built dist, run `pnpm build` first): exit codes aligned with the
- * seglift CLI's. --once --wait on a real Redis, with an in-process BullMQ worker standing in for
- * seglift-worker (it completes or fails jobs by path).
- */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { UnrecoverableError, Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnNode } from '../../../config/src/test-support/process.js';
 import {
   freePort,
   hasRedisServer,
@@ -27,19 +22,8 @@ if (!hasRedisServer) console.warn(NO_REDIS_MESSAGE);
 const seg = (n: number) => `${String(n).padStart(20, '0')}.log`;
 
 function run(args: string[], env: Record<string, string>) {
-  const child: ChildProcess = spawn(process.execPath, [WATCHER, ...args], {
-    env: { PATH: process.env.PATH, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout?.on('data', (d) => {
-    out += String(d);
-  });
-  child.stderr?.on('data', (d) => {
-    out += String(d);
-  });
-  const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
-  return { child, output: () => out, exited };
+  const p = spawnNode(WATCHER, args, env);
+  return { ...p, exited: p.exited.then((e) => e.code) };
 }
 
 describe.skipIf(!built)('seglift-watcher exit codes without Redis', () => {

@@ -2,7 +2,7 @@
  * End to end over the built dist (run `pnpm build` first): seglift-watcher --once --wait and
  * seglift-worker processes on a real Redis, the real @seglift/segment pipeline, generated segments.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { verifySegment } from '@seglift/segment';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnNode } from '../../../config/src/test-support/process.js';
 import {
   hasRedisServer,
   NO_REDIS_MESSAGE,
@@ -31,19 +32,8 @@ interface Proc {
 }
 
 function run(script: string, args: string[], env: Record<string, string>): Proc {
-  const child = spawn(process.execPath, [script, ...args], {
-    env: { PATH: process.env.PATH, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout?.on('data', (d) => {
-    out += String(d);
-  });
-  child.stderr?.on('data', (d) => {
-    out += String(d);
-  });
-  const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
-  return { child, output: () => out, exited };
+  const p = spawnNode(script, args, env);
+  return { ...p, exited: p.exited.then((e) => e.code) };
 }
 
 const sha = (p: string) => createHash('sha256').update(readFileSync(p)).digest('hex');

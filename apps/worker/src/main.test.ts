@@ -1,8 +1,3 @@
-/**
- * The seglift-worker process (built dist, run `pnpm build` first) on a real Redis: exit codes
- * as a daemon and in Kubernetes Job mode (--exit-when-drained).
- */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -10,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { SEGMENT_JOB_NAME } from '@seglift/config';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnNode } from '../../../config/src/test-support/process.js';
 import {
   freePort,
   hasRedisServer,
@@ -23,29 +19,7 @@ const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..
 const WORKER = join(repoRoot, 'apps/worker/dist/main.js');
 if (!hasRedisServer) console.warn(NO_REDIS_MESSAGE);
 
-interface Proc {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-function run(args: string[], env: Record<string, string>): Proc {
-  const child = spawn(process.execPath, [WORKER, ...args], {
-    env: { PATH: process.env.PATH, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout?.on('data', (d) => {
-    out += String(d);
-  });
-  child.stderr?.on('data', (d) => {
-    out += String(d);
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
-    child.on('exit', (code, signal) => res({ code, signal })),
-  );
-  return { child, output: () => out, exited };
-}
+const run = (args: string[], env: Record<string, string>) => spawnNode(WORKER, args, env);
 
 async function until(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const end = Date.now() + timeoutMs;
