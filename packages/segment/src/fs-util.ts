@@ -53,10 +53,20 @@ export async function removeIfExists(p: string): Promise<boolean> {
 
 /** Writes the whole file and fsyncs it (no rename: callers pick the name protocol). */
 export async function writeFileSynced(p: string, data: Uint8Array | string, flags = 'w'): Promise<void> {
+  await writeWholeFile(p, data, flags, true);
+}
+
+/** Writes the whole file; fsyncs it only when asked (a caller that syncs later passes false). */
+export async function writeWholeFile(
+  p: string,
+  data: Uint8Array | string,
+  flags = 'w',
+  sync = false,
+): Promise<void> {
   const fh = await open(p, flags, 0o644);
   try {
     await fh.writeFile(data);
-    await fh.sync();
+    if (sync) await fh.sync();
   } finally {
     await fh.close();
   }

@@ -66,6 +66,48 @@ describe('readSegmentEntries', () => {
     expect(expected.length).toBe(67);
   });
 
+  it('read-ahead: every chunk size, start position and buffer mode gives the entries of the file exactly', async () => {
+    const dir = await tmpDir();
+    const seg = mixedSegment();
+    const file = path.join(dir, '00000000000000000000.log');
+    await writeFile(file, seg.bytes);
+    const expected = shallowEntries(seg.bytes);
+    const sizes = expected.map((e) => e.bytes.length);
+    // Chunks smaller than, equal to, and larger than entries; starts at the first, a middle and the last entry.
+    const chunkSizes = [
+      17,
+      Math.min(...sizes),
+      Math.max(...sizes),
+      Math.max(...sizes) + 1,
+      4096,
+      seg.bytes.length,
+    ];
+    let checked = 0;
+    for (const chunkSize of chunkSizes) {
+      for (const first of [0, 33, expected.length - 1]) {
+        for (const reuseBuffers of [false, true]) {
+          let i = first;
+          for await (const e of readSegmentEntries(file, {
+            chunkSize,
+            reuseBuffers,
+            startPosition: expected[first].position,
+          })) {
+            expect([e.position, e.size, e.magic]).toEqual([
+              expected[i].position,
+              expected[i].bytes.length,
+              expected[i].magic,
+            ]);
+            expect(Buffer.from(e.bytes).equals(expected[i].bytes)).toBe(true);
+            i++;
+            checked++;
+          }
+          expect(i).toBe(expected.length);
+        }
+      }
+    }
+    expect(checked).toBe(chunkSizes.length * 2 * (expected.length + (expected.length - 33) + 1));
+  });
+
   it('partial trailing entry: TruncatedDataError naming position and offset, or a reported tail', async () => {
     const dir = await tmpDir();
     const a = encodeLegacyEntry(5n, { magic: 1, timestamp: 1n, key: null, value: Buffer.from('hello') });

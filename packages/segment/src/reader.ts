@@ -41,6 +41,7 @@ export interface ReadSegmentOptions {
    * Read into two alternating buffers instead of a new one per chunk: an entry's bytes are then
    * valid only until the iterator is advanced. The pipeline's own loops use this, so reading a
    * file makes no garbage for the GC to catch up with (it kept peak RSS tens of MiB higher).
+   * (Either way one more chunk buffer holds the read-ahead.)
    */
   reuseBuffers?: boolean;
   signal?: AbortSignal;
@@ -71,6 +72,7 @@ export async function* readSegmentEntries(
   const maxEntryBytes = options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES;
   const chunkSize = options.chunkSize ?? DEFAULT_CHUNK_SIZE;
   const fh = await open(file, 'r');
+  let aheadRead: Promise<number> | undefined;
   try {
     const fileSize = Math.min((await fh.stat()).size, options.maxBytes ?? Number.MAX_SAFE_INTEGER);
     let buf: Buffer = Buffer.alloc(0);
@@ -83,15 +85,47 @@ export async function* readSegmentEntries(
     // reuseBuffers: two dedicated buffers (never from Buffer's shared pool) taking turns.
     let current: Buffer | undefined;
     let spare: Buffer | undefined;
+    // Read-ahead: the chunk after the buffered bytes is read on libuv's pool while the caller
+    // works on the entries already handed out, so parsing and codecs never wait on a read.
+    let ahead: Buffer | undefined;
+    let aheadStart = -1;
+    const readAhead = (): void => {
+      const start = bufStart + buf.length;
+      const length = Math.min(chunkSize, fileSize - start);
+      if (length <= 0) return;
+      ahead ??= Buffer.allocUnsafeSlow(chunkSize);
+      aheadStart = start;
+      aheadRead = readInto(ahead, 0, length, start);
+      // Handled when awaited; a failure here must not surface as an unhandled rejection.
+      aheadRead.catch(() => {});
+    };
+    const readInto = async (b: Buffer, at: number, length: number, filePos: number): Promise<number> => {
+      let n = 0;
+      while (n < length) {
+        const { bytesRead } = await fh.read(b, at + n, length - n, filePos + n);
+        if (bytesRead === 0) break;
+        n += bytesRead;
+      }
+      return n;
+    };
     const fill = async (need: number): Promise<void> => {
       const keep = Math.max(0, bufStart + buf.length - pos);
-      const want = Math.min(Math.max(chunkSize, need), fileSize - pos);
+      let prefetched = 0;
+      if (aheadRead !== undefined) {
+        const pending = aheadRead;
+        aheadRead = undefined;
+        // Only usable when it starts exactly where the kept bytes end (always, unless a
+        // caller's startPosition moved `pos` past the buffer).
+        const n = await pending;
+        if (aheadStart === pos + keep) prefetched = n;
+      }
+      const want = Math.min(Math.max(chunkSize, need, keep + prefetched), fileSize - pos);
       let next: Buffer;
       if (options.reuseBuffers) {
         next =
           spare !== undefined && spare.length >= want
             ? spare
-            : Buffer.allocUnsafeSlow(Math.max(want, chunkSize));
+            : Buffer.allocUnsafeSlow(Math.max(want, 2 * chunkSize));
         // The buffer being left holds only entries already handed out; it is read into again at
         // the refill after this one.
         spare = current;
@@ -101,11 +135,11 @@ export async function* readSegmentEntries(
       }
       if (keep > 0) buf.copy(next, 0, pos - bufStart, buf.length);
       let filled = keep;
-      while (filled < want) {
-        const { bytesRead } = await fh.read(next, filled, want - filled, pos + filled);
-        if (bytesRead === 0) break;
-        filled += bytesRead;
+      if (prefetched > 0) {
+        ahead!.copy(next, filled, 0, prefetched);
+        filled += prefetched;
       }
+      if (filled < want) filled += await readInto(next, filled, want - filled, pos + filled);
       buf = next.subarray(0, filled);
       bufStart = pos;
       if (filled < need) {
@@ -114,6 +148,7 @@ export async function* readSegmentEntries(
           position: pos,
         });
       }
+      readAhead();
     };
 
     const truncated = (remaining: number, detail: string, offset?: bigint): boolean => {
@@ -173,6 +208,7 @@ export async function* readSegmentEntries(
       pos += size;
     }
   } finally {
+    await aheadRead?.catch(() => {});
     await fh.close();
   }
 }
