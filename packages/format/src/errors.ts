@@ -148,6 +148,24 @@ export class DecompressionError extends SegliftError {
   }
 }
 
+/**
+ * A rewrite does not say what the original said: a logical record, a batch header field, the
+ * record bytes after a codec round trip, or an index entry differs. Raised before any swap, so
+ * the original is untouched.
+ */
+export class VerifyMismatchError extends SegliftError {
+  /** The field that differs (e.g. `value`, `lastOffsetDelta`, `.index entry 3`). */
+  readonly field: string;
+  constructor(field: string, detail: string, context?: ErrorContext) {
+    super('VERIFY_MISMATCH', `verify mismatch in ${field}: ${detail}`, context);
+    this.field = field;
+  }
+
+  override toJSON(): Record<string, unknown> {
+    return { ...super.toJSON(), field: this.field };
+  }
+}
+
 export class InvalidArgumentError extends SegliftError {
   constructor(detail: string, context?: ErrorContext) {
     super('INVALID_ARGUMENT', detail, context);

@@ -1,5 +1,15 @@
 export * from './bytes.js';
-export * from './codecs/index.js';
+export {
+  type CompressOptions,
+  codecId,
+  codecName,
+  compress,
+  DEFAULT_MAX_DECOMPRESSED_BATCH_BYTES,
+  type DecompressOptions,
+  decompress,
+  defaultLevel,
+  validateLevel,
+} from './codecs/index.js';
 export * from './control.js';
 export * from './crc.js';
 export * from './errors.js';

@@ -19,6 +19,7 @@ import {
   decodeRecords,
   encodeRecordBatch,
   encodeRecordBatchFromPayload,
+  isControlBatch,
   iterateRecords,
   type RecordBatchFields,
   readRecordBatchHeader,
@@ -178,6 +179,16 @@ const fuzz = fuzzHarness({
   perInputMs: PER_INPUT_MS,
   typedError: SegliftError,
 });
+/** Whether recompressRecordBatch rewrites the batch (not a control or empty batch kept as it is). */
+function recompressedAtAll(batch: Uint8Array): boolean {
+  try {
+    const h = readRecordBatchHeader(batch, 0);
+    return h.recordsCount !== 0 && !isControlBatch(h);
+  } catch {
+    return false;
+  }
+}
+
 const stats = { inputs: 0, decodedOk: 0, failures: 0, arrayBuffersGrowthMB: 0 };
 afterAll(() => fuzz.writeStats(stats));
 
@@ -204,13 +215,30 @@ describe('fuzz: v2 record batch readers', () => {
         }
         stats.inputs++;
         fuzz.check('readRecordBatchHeader', input, () => readRecordBatchHeader(input, 0), failures);
-        fuzz.check('checkRecordBatchCrc', input, () => checkRecordBatchCrc(input), failures);
-        if (fuzz.check('decodeRecords', input, () => decodeRecords(input, decode), failures))
-          stats.decodedOk++;
+        const crcOk = fuzz.check('checkRecordBatchCrc', input, () => checkRecordBatchCrc(input), failures);
+        const decodedOk = fuzz.check('decodeRecords', input, () => decodeRecords(input, decode), failures);
+        if (decodedOk) stats.decodedOk++;
         fuzz.check('iterateRecords', input, () => [...iterateRecords(input, decode)], failures);
         fuzz.check('logicalRecordsOfBatch', input, () => [...logicalRecordsOfBatch(input, decode)], failures);
         fuzz.check('recordsPayload', input, () => recordsPayload(input, decode), failures);
         fuzz.check('recompressRecordBatch', input, () => recompressRecordBatch(input, 4, decode), failures);
+        // The round trip is as strict as decodeRecords: it accepts exactly the CRC-valid batches
+        // decodeRecords accepts (the segment pipeline relies on it instead of a second decode).
+        const roundTrip = { ...decode, roundTrip: true };
+        const roundTripOk = fuzz.check(
+          'recompressRecordBatch roundTrip',
+          input,
+          () => recompressRecordBatch(input, 4, roundTrip),
+          failures,
+        );
+        // (Control and empty batches are copied as they are, never parsed.)
+        if (crcOk && roundTripOk !== decodedOk && recompressedAtAll(input)) {
+          failures.push({
+            op: 'recompressRecordBatch roundTrip',
+            input: Buffer.from(input).subarray(0, 2000).toString('hex'),
+            error: `roundTrip ${roundTripOk ? 'accepted' : 'refused'} what decodeRecords ${decodedOk ? 'accepted' : 'refused'}`,
+          });
+        }
         if ((i & 255) === 0) {
           const now = process.memoryUsage().arrayBuffers;
           maxJump = Math.max(maxJump, now - lastArrayBuffers);

@@ -1,5 +1,10 @@
 import { ByteReader, ByteWriter, sizeOfVarint } from './bytes.js';
-import { compress, DEFAULT_MAX_DECOMPRESSED_BATCH_BYTES, decompress } from './codecs/index.js';
+import {
+  compressTransient,
+  DEFAULT_MAX_DECOMPRESSED_BATCH_BYTES,
+  decompress,
+  decompressTransient,
+} from './codecs/index.js';
 import { crc32c } from './crc.js';
 import {
   CorruptRecordError,
@@ -8,6 +13,7 @@ import {
   SegliftError,
   TruncatedDataError,
   UnsupportedFormatError,
+  VerifyMismatchError,
 } from './errors.js';
 import { readRecord, sizeOfRecordBody, skipRecord, writeRecordAt } from './record.js';
 import type { Record, TimestampType } from './types.js';
@@ -360,7 +366,8 @@ export function encodeRecordBatchFromPayload(
   codecId: number,
   opts: EncodeOptions = {},
 ): Uint8Array {
-  const body = codecId === 0 ? payload : compress(codecId, payload, { level: opts.level, magic: 2 });
+  // Copied into the batch right below: the codec's reused output buffer is enough.
+  const body = codecId === 0 ? payload : compressTransient(codecId, payload, { level: opts.level, magic: 2 });
   const w = new ByteWriter(RECORD_BATCH_OVERHEAD + body.length);
   writeHeaderFields(w, fields, codecId, recordsCount);
   w.bytes(body);
@@ -398,11 +405,13 @@ function sealBatch(batch: Uint8Array): Uint8Array {
 
 export interface RecompressOptions extends EncodeOptions, DecodeOptions {
   /**
-   * Called with the decompressed record bytes before they are recompressed: the segment pipeline
-   * takes a digest of them so verify-before-swap can compare the rewrite against the source
-   * without decompressing the source a second time.
+   * Prove the rewrite in memory: the source records are checked with Kafka's strict rules (as
+   * decodeRecords does), and the new record bytes are decompressed again and must equal the
+   * source's byte for byte (else VerifyMismatchError). With the header fields compared and the
+   * new batch's CRC-32C read back from disk, this is the segment pipeline's verification of a
+   * recompressed batch: neither side has to be decompressed again later.
    */
-  onPayload?: (payload: Uint8Array) => void;
+  roundTrip?: boolean;
 }
 
 /**
@@ -426,8 +435,59 @@ export function recompressRecordBatch(
     });
   }
   const payload = payloadOf(header, bytes, opts);
-  opts.onPayload?.(payload);
-  return encodeRecordBatchFromPayload(header, header.recordsCount, payload, codecId, opts);
+  const compressed = batchCompression(header) !== 0;
+  if (opts.roundTrip) {
+    try {
+      checkRecordsPayload(payload, header.recordsCount);
+    } catch (err) {
+      if (!compressed && err instanceof CorruptRecordError) {
+        // Positions inside uncompressed record bytes are positions in the batch past its header.
+        throw new CorruptRecordError(
+          err.detail,
+          { position: RECORD_BATCH_OVERHEAD + (err.position ?? 0), offset: header.baseOffset },
+          { cause: err },
+        );
+      }
+      throw relocate(err, header, compressed);
+    }
+  }
+  const out = encodeRecordBatchFromPayload(header, header.recordsCount, payload, codecId, opts);
+  if (opts.roundTrip) checkRoundTrip(header, payload, out, codecId);
+  return out;
+}
+
+function checkRoundTrip(
+  header: RecordBatchHeader,
+  payload: Uint8Array,
+  out: Uint8Array,
+  codecId: number,
+): void {
+  const written = out.subarray(RECORD_BATCH_OVERHEAD);
+  let back: Uint8Array;
+  try {
+    // The source's length bounds it: a codec that gives back more is as wrong as one that differs.
+    back =
+      codecId === 0 ? written : decompressTransient(codecId, written, { magic: 2, maxBytes: payload.length });
+  } catch (err) {
+    throw new VerifyMismatchError(
+      'records',
+      `the recompressed record bytes do not decompress: ${(err as Error).message}`,
+      { position: RECORD_BATCH_OVERHEAD, offset: header.baseOffset },
+    );
+  }
+  if (!bytesEqual(back, payload)) {
+    throw new VerifyMismatchError(
+      'records',
+      `the recompressed record bytes decompress to different bytes (${back.length} vs ${payload.length})`,
+      { position: RECORD_BATCH_OVERHEAD, offset: header.baseOffset },
+    );
+  }
+}
+
+function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(
+    Buffer.from(b.buffer, b.byteOffset, b.byteLength),
+  );
 }
 
 /** The fields an encoder needs to reproduce a header. */

@@ -284,10 +284,10 @@ describe('convertSegment', () => {
     expect(await sha256(log)).toBe(converted);
   });
 
-  it('verify compares a recompressed batch with the digest of its source records (no second gunzip)', async () => {
+  it('verify checks a recompressed batch against the round-trip proof from convert (no second gunzip)', async () => {
     // Two gzip batches -> zstd. The hook swaps the second written batch for one with the same
-    // header and a valid CRC whose records differ in one value byte: only the record comparison
-    // can see it.
+    // header fields and a valid CRC whose records differ in one value byte: the stored CRC is
+    // not the one of the batch convert proved, so verify refuses it without decompressing.
     const values = (n: number, b: number) =>
       Array.from({ length: n }, (_, i) => Buffer.from(`value-${b}-${i}`));
     const seg = Buffer.concat([v2Batch(0n, values(5, 0), 1), v2Batch(5n, values(5, 1), 1)]);
@@ -312,7 +312,8 @@ describe('convertSegment', () => {
       },
     });
     expect(r.result).toBe('failed');
-    expect(r.error).toMatchObject({ code: 'VERIFY_MISMATCH', field: 'records', offset: '5' });
+    expect(r.error).toMatchObject({ code: 'VERIFY_MISMATCH', field: 'batch', offset: '5' });
+    expect(r.reason).toContain('rewritten batch is not the one written');
     expect(await sha256(log)).toBe(before);
     expect(await ls(pdir)).toEqual(['00000000000000000000.log']);
     // Without tampering the same segment converts and verifies.

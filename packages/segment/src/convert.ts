@@ -12,13 +12,13 @@ import {
   SegmentIndexBuilder,
 } from '@seglift/format';
 import { DEFAULT_MAX_BATCH_BYTES, type Grouping, Upconverter } from '@seglift/legacy';
-import { PayloadDigests } from './digests.js';
 import { codecIdOf, codecLabel, inspectEntry, withEntryContext } from './entry.js';
 import { SegmentIoError } from './errors.js';
-import { fsyncDir, fsyncPath, removeIfExists, renameSynced, writeFileSynced } from './fs-util.js';
+import { fsyncDir, fsyncPath, removeIfExists, renameSynced, writeWholeFile } from './fs-util.js';
 import { findForeignSwaps, recoverLeftovers } from './leftovers.js';
 import { acquireSegmentLock, type SegmentLock } from './lock.js';
 import { type SegmentPaths, segmentPaths } from './names.js';
+import { RecompressedBatchProofs } from './proofs.js';
 import { readSegmentEntries } from './reader.js';
 import { emptyReport, type SegmentReport, throughput } from './report.js';
 import { backupOriginals, markerPath, SimulatedCrash, type SwapStep, swapInPlace, tmpPath } from './swap.js';
@@ -62,17 +62,24 @@ const MAX_SEGMENT_BYTES = 0x7fffffff;
 
 /**
  * Buffered writer of the new log that feeds the index builder with the new positions. Batches are
- * copied into one reused buffer (no references kept to the reader's or codec's buffers, no garbage
- * per write); a batch larger than the buffer is written on its own.
+ * copied into one of two reused buffers (no references kept to the reader's or codec's buffers, no
+ * garbage per write); while one buffer's write runs on libuv's pool the other fills, so the
+ * codecs never wait on a write. A batch larger than a buffer is written on its own.
  */
 class SegmentWriter {
   position = 0;
   batches = 0;
   records = 0;
   readonly codecOut: Record<string, number> = {};
-  private readonly buffer = Buffer.allocUnsafeSlow(WRITE_BUFFER_BYTES);
+  private readonly buffers = [
+    Buffer.allocUnsafeSlow(WRITE_BUFFER_BYTES),
+    Buffer.allocUnsafeSlow(WRITE_BUFFER_BYTES),
+  ];
+  private active = 0;
   private used = 0;
   private filePos = 0;
+  /** The write in flight (at most one), of the buffer not active. */
+  private pending: Promise<void> | undefined;
   constructor(
     private readonly fh: FileHandle,
     private readonly file: string,
@@ -94,28 +101,53 @@ class SegmentWriter {
     this.batches++;
     this.records += h.recordsCount;
     this.position += batch.length;
-    if (this.used + batch.length > this.buffer.length) await this.flush();
-    if (batch.length > this.buffer.length) {
-      await this.writeFully(batch);
+    const buffer = this.buffers[this.active];
+    if (this.used + batch.length > buffer.length) await this.flush();
+    if (batch.length > buffer.length) {
+      // The batch may live in the reader's reused buffer: written before the reader moves on.
+      await this.drain();
+      const at = this.filePos;
+      this.filePos += batch.length;
+      await this.writeFully(batch, at);
     } else {
-      this.buffer.set(batch, this.used);
+      this.buffers[this.active].set(batch, this.used);
       this.used += batch.length;
     }
   }
 
+  /** Starts writing the active buffer and switches to the other one. */
   async flush(): Promise<void> {
     if (this.used === 0) return;
-    const n = this.used;
+    await this.drain();
+    const bytes = this.buffers[this.active].subarray(0, this.used);
+    const at = this.filePos;
+    this.filePos += this.used;
     this.used = 0;
-    await this.writeFully(this.buffer.subarray(0, n));
+    this.active ^= 1;
+    const p = this.writeFully(bytes, at);
+    // Rejections are handled where the write is awaited (drain).
+    p.catch(() => {});
+    this.pending = p;
   }
 
-  private async writeFully(bytes: Uint8Array): Promise<void> {
+  /** Waits for the write in flight; its failure is thrown here. */
+  async drain(): Promise<void> {
+    const p = this.pending;
+    this.pending = undefined;
+    await p;
+  }
+
+  /** Everything written: flush and wait. */
+  async finish(): Promise<void> {
+    await this.flush();
+    await this.drain();
+  }
+
+  private async writeFully(bytes: Uint8Array, at: number): Promise<void> {
     let done = 0;
     while (done < bytes.length) {
-      const { bytesWritten } = await this.fh.write(bytes, done, bytes.length - done, this.filePos);
+      const { bytesWritten } = await this.fh.write(bytes, done, bytes.length - done, at + done);
       done += bytesWritten;
-      this.filePos += bytesWritten;
     }
   }
 }
@@ -217,26 +249,41 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
       timeindex: tmpPath(dest, '.timeindex'),
     };
 
-    const digests = new PayloadDigests();
-    await writeConverted(src.log, tmp, src.baseOffset, codec, options, report, digests);
+    const proofs = new RecompressedBatchProofs();
+    await writeConverted(src.log, tmp, src.baseOffset, codec, options, report, proofs);
     // The new files carry the original .log mtime from birth (ref §6.7: retention falls back to it).
-    for (const f of Object.values(tmp)) {
-      await utimes(f, new Date(), new Date(mtimeMs));
-      await fsyncPath(f);
+    for (const f of Object.values(tmp)) await utimes(f, new Date(), new Date(mtimeMs));
+    // fsync runs while verify reads the files back (from the page cache, as it would after a
+    // sync); nothing is renamed before both are done.
+    const durable = (async () => {
+      await Promise.all(Object.values(tmp).map((f) => fsyncPath(f)));
+      await fsyncDir(outDir);
+    })();
+    durable.catch(() => {});
+    try {
+      if (options.testHooks?.crashAfter === 'write') {
+        await durable;
+        throw new SimulatedCrash('write');
+      }
+      if (options.testHooks?.beforeVerify) {
+        await durable;
+        await options.testHooks.beforeVerify(tmp);
+      }
+      await verifyRewrite(src.log, tmp, {
+        baseOffset: src.baseOffset,
+        indexIntervalBytes: options.indexIntervalBytes,
+        maxDecompressedBytes: options.maxDecompressedBatchBytes,
+        maxEntryBytes: options.maxEntryBytes,
+        acceptTruncatedTail: options.acceptTruncatedTail,
+        signal: options.signal,
+        proofs,
+      });
+    } catch (err) {
+      // No file removal while a sync of it is in flight.
+      await durable.catch(() => {});
+      throw err;
     }
-    await fsyncDir(outDir);
-    if (options.testHooks?.crashAfter === 'write') throw new SimulatedCrash('write');
-    await options.testHooks?.beforeVerify?.(tmp);
-
-    await verifyRewrite(src.log, tmp, {
-      baseOffset: src.baseOffset,
-      indexIntervalBytes: options.indexIntervalBytes,
-      maxDecompressedBytes: options.maxDecompressedBatchBytes,
-      maxEntryBytes: options.maxEntryBytes,
-      acceptTruncatedTail: options.acceptTruncatedTail,
-      signal: options.signal,
-      digests,
-    });
+    await durable;
     if (options.testHooks?.crashAfter === 'verify') throw new SimulatedCrash('verify');
     options.signal?.throwIfAborted();
 
@@ -312,7 +359,7 @@ async function writeConverted(
   codec: number,
   options: ConvertOptions,
   report: SegmentReport,
-  digests: PayloadDigests,
+  proofs: RecompressedBatchProofs,
 ): Promise<void> {
   const maxBatchBytes = options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES;
   const level = options.level;
@@ -366,14 +413,14 @@ async function writeConverted(
             const out = recompressRecordBatch(entry.bytes, codec, {
               level,
               maxDecompressedBytes: options.maxDecompressedBatchBytes,
-              // Uncompressed sources are cheap to decode again; compressed ones get a digest.
-              onPayload: info.codec === 0 ? undefined : (payload) => digests.add(entry.position, payload),
+              roundTrip: true,
             });
             if (out.length > maxBatchBytes) {
               report.oversizeKept++;
               report.batchesCopied++;
               await w.write(entry.bytes);
             } else {
+              proofs.add(entry.position, out);
               await w.write(out);
             }
           }
@@ -388,14 +435,14 @@ async function writeConverted(
       }
     }
     for (const b of up.flush()) await w.write(b);
-    await w.flush();
-    await fh.sync();
+    await w.finish();
+    // No fsync here: convertSegment syncs the three files while verify reads them back.
     await fh.close();
     closed = true;
     options.onProgress?.(total, total);
     const { offsetIndex, timeIndex } = index.finish();
-    await writeFileSynced(tmp.index, offsetIndex);
-    await writeFileSynced(tmp.timeindex, timeIndex);
+    await writeWholeFile(tmp.index, offsetIndex);
+    await writeWholeFile(tmp.timeindex, timeIndex);
     report.bytesOut = w.position;
     report.batchesOut = w.batches;
     report.recordsOut = w.records;

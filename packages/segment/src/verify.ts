@@ -1,28 +1,25 @@
 import { readFile } from 'node:fs/promises';
 import {
   CorruptRecordError,
-  checkRecordsPayload,
-  crc32c,
   type LogicalRecord,
   logicalRecordsEqual,
   logicalRecordsOfBatch,
   type RecordBatchHeader,
-  recordsPayload,
   SegliftError,
   SegmentIndexBuilder,
 } from '@seglift/format';
 import { logicalRecordsOfLegacyEntry } from '@seglift/legacy';
-import type { PayloadDigests } from './digests.js';
 import { type EntryInfo, inspectEntry, withEntryContext } from './entry.js';
 import { VerifyMismatchError } from './errors.js';
 import { exists } from './fs-util.js';
 import { IndexChecker, type IndexProblem } from './index-check.js';
 import { segmentPaths } from './names.js';
+import type { RecompressedBatchProofs } from './proofs.js';
 import { readSegmentEntries } from './reader.js';
 
 /**
- * One shallow entry. `records` is decoded on first use: a source batch that has a payload digest
- * from convert is never decoded, and neither is the rewritten batch it is checked against.
+ * One shallow entry. `records` is decoded on first use: a source batch with a proof from convert
+ * is never decoded, and neither is the rewritten batch it is checked against.
  */
 interface Unit {
   position: number;
@@ -39,13 +36,18 @@ interface UnitOptions {
   onEntry?: (info: EntryInfo) => void;
   /** Output side: every entry must be a v2 batch. */
   v2Only?: boolean;
+  /**
+   * Source side: batches convert proved in memory after checking their CRC moments before; only
+   * their header fields are used here, so their CRC is not computed a second time.
+   */
+  proven?: (position: number) => boolean;
 }
 
 async function* units(file: string, opts: UnitOptions): AsyncGenerator<Unit, void, undefined> {
   const decode = { maxDecompressedBytes: opts.maxDecompressedBytes };
   // A unit's bytes are used before the next one is read from the same file (see verifyRewrite).
   for await (const entry of readSegmentEntries(file, { ...opts, reuseBuffers: true })) {
-    const info = inspectEntry(entry, file);
+    const info = inspectEntry(entry, file, !opts.proven?.(entry.position));
     opts.onEntry?.(info);
     if (opts.v2Only && entry.magic !== 2) {
       throw new VerifyMismatchError('magic', `rewritten entry has magic ${entry.magic}`, {
@@ -107,8 +109,8 @@ export interface VerifyRewriteOptions {
   maxEntryBytes?: number;
   acceptTruncatedTail?: boolean;
   signal?: AbortSignal;
-  /** Digests of recompressed source payloads taken by convert (see digests.ts). */
-  digests?: PayloadDigests;
+  /** What convert proved in memory about the batches it recompressed (see proofs.ts). */
+  proofs?: RecompressedBatchProofs;
 }
 
 /**
@@ -116,7 +118,9 @@ export interface VerifyRewriteOptions {
  * the logical record streams are compared in lockstep (offset, timestamp and its type, key, value,
  * headers, producer fields, sequence, flags); every v2 source batch must map to exactly one
  * output batch with the same header fields; the index files must equal what the recovery rule
- * gives for the new log and pass the kafka-dump-log consistency checks.
+ * gives for the new log and pass the kafka-dump-log consistency checks. A batch convert
+ * recompressed with its round trip proof (`proofs`) is compared by header fields and stored CRC
+ * instead of record by record: its records were compared byte for byte in memory.
  */
 export async function verifyRewrite(
   source: string,
@@ -132,7 +136,12 @@ export async function verifyRewrite(
     maxEntryBytes: opts.maxEntryBytes,
     signal: opts.signal,
   };
-  const srcIt = units(source, { ...common, acceptTruncatedTail: opts.acceptTruncatedTail });
+  const proofs = opts.proofs;
+  const srcIt = units(source, {
+    ...common,
+    acceptTruncatedTail: opts.acceptTruncatedTail,
+    proven: proofs && ((position) => proofs.has(position)),
+  });
   const outIt = units(out.log, {
     ...common,
     v2Only: true,
@@ -177,11 +186,18 @@ export async function verifyRewrite(
             s.header.baseOffset,
           );
         }
-        const digest = opts.digests?.take(s.position);
-        if (digest) {
-          // Same header fields and the same record bytes as the source: the same records. The
-          // rewritten records are still parsed with Kafka's strict rules.
-          checkAgainstDigest(o, digest, out.log, opts.maxDecompressedBytes);
+        const proof = opts.proofs?.take(s.position);
+        if (proof) {
+          // Same header fields as the source, and the bytes convert proved hold the source's
+          // records (their CRC was just checked over the bytes read back): the same records.
+          if (o.header.crc !== proof.crc || o.bytes.length !== proof.size) {
+            throw mismatch(
+              'batch',
+              `rewritten batch is not the one written (CRC ${o.header.crc} vs ${proof.crc}, ${o.bytes.length} vs ${proof.size} bytes)`,
+              o.position,
+              s.header.baseOffset,
+            );
+          }
           continue;
         }
         const sRecords = s.records();
@@ -241,39 +257,6 @@ export async function verifyRewrite(
         file: p.file,
         offset: p.offset,
       },
-    );
-  }
-}
-
-function checkAgainstDigest(
-  o: Unit,
-  digest: { crc: number; length: number },
-  file: string,
-  maxDecompressedBytes: number | undefined,
-): void {
-  const header = o.header!;
-  const context = { file, position: o.position, offset: header.baseOffset };
-  let payload: Uint8Array;
-  try {
-    payload = recordsPayload(o.bytes, { maxDecompressedBytes });
-  } catch (err) {
-    throw withEntryContext(err, file, o);
-  }
-  if (payload.length !== digest.length || crc32c(payload) !== digest.crc) {
-    throw new VerifyMismatchError(
-      'records',
-      `record bytes differ from the source batch's (${payload.length} vs ${digest.length} bytes)`,
-      context,
-    );
-  }
-  try {
-    checkRecordsPayload(payload, header.recordsCount);
-  } catch (err) {
-    if (!(err instanceof SegliftError)) throw err;
-    throw new CorruptRecordError(
-      `${err.detail} (at byte ${err.position ?? '?'} of the decompressed records)`,
-      context,
-      { cause: err },
     );
   }
 }

@@ -4,7 +4,15 @@ import { GZIP_DEFAULT_LEVEL, gzipCompress, gzipDecompress } from './gzip.js';
 import { lz4Compress, lz4Decompress } from './lz4.js';
 import { snappyCompress, snappyDecompress } from './snappy.js';
 import { limitError, wrapDecompressError } from './util.js';
-import { ZSTD_DEFAULT_LEVEL, ZSTD_MAX_LEVEL, ZSTD_MIN_LEVEL, zstdCompress, zstdDecompress } from './zstd.js';
+import {
+  ZSTD_DEFAULT_LEVEL,
+  ZSTD_MAX_LEVEL,
+  ZSTD_MIN_LEVEL,
+  zstdCompress,
+  zstdCompressTransient,
+  zstdDecompress,
+  zstdDecompressTransient,
+} from './zstd.js';
 
 /** Default cap on one batch's decompressed bytes: a corrupt or hostile batch cannot take the heap. */
 export const DEFAULT_MAX_DECOMPRESSED_BATCH_BYTES = 64 * 1024 * 1024;
@@ -87,6 +95,23 @@ function checkZstdMagic(id: CompressionId, magic: number): void {
  * lz4-napi has no levels: an lz4 level is validated and otherwise has no effect.
  */
 export function compress(codecId: number, data: Uint8Array, opts: CompressOptions = {}): Uint8Array {
+  return compressImpl(codecId, data, opts, false);
+}
+
+/**
+ * Package-internal (not in the package's API): compress, but the result may live in a buffer the
+ * codec reuses, valid until its next call. For callers that copy it at once (the batch encoder).
+ */
+export function compressTransient(codecId: number, data: Uint8Array, opts: CompressOptions = {}): Uint8Array {
+  return compressImpl(codecId, data, opts, true);
+}
+
+function compressImpl(
+  codecId: number,
+  data: Uint8Array,
+  opts: CompressOptions,
+  transient: boolean,
+): Uint8Array {
   const id = checkId(codecId);
   const magic = opts.magic ?? 2;
   checkZstdMagic(id, magic);
@@ -102,7 +127,7 @@ export function compress(codecId: number, data: Uint8Array, opts: CompressOption
     case CompressionType.LZ4:
       return lz4Compress(data, magic);
     case CompressionType.ZSTD:
-      return zstdCompress(data, level);
+      return transient ? zstdCompressTransient(data, level) : zstdCompress(data, level);
   }
 }
 
@@ -113,6 +138,20 @@ export function compress(codecId: number, data: Uint8Array, opts: CompressOption
  * most one block past the limit.
  */
 export function decompress(codecId: number, data: Uint8Array, opts: DecompressOptions): Uint8Array {
+  return decompressImpl(codecId, data, opts, false);
+}
+
+/** Package-internal: decompress into a buffer that may be reused by the next call (round-trip checks). */
+export function decompressTransient(codecId: number, data: Uint8Array, opts: DecompressOptions): Uint8Array {
+  return decompressImpl(codecId, data, opts, true);
+}
+
+function decompressImpl(
+  codecId: number,
+  data: Uint8Array,
+  opts: DecompressOptions,
+  transient: boolean,
+): Uint8Array {
   const id = checkId(codecId);
   checkZstdMagic(id, opts.magic);
   const maxBytes = opts.maxBytes;
@@ -129,7 +168,7 @@ export function decompress(codecId: number, data: Uint8Array, opts: DecompressOp
       case CompressionType.LZ4:
         return lz4Decompress(data, opts.magic, maxBytes);
       case CompressionType.ZSTD:
-        return zstdDecompress(data, maxBytes);
+        return transient ? zstdDecompressTransient(data, maxBytes) : zstdDecompress(data, maxBytes);
     }
   } catch (err) {
     // Never let a raw library error out: everything is typed.

@@ -20,6 +20,11 @@ let scratch = Buffer.allocUnsafe(0);
 const STREAM_CHUNK = 1024 * 1024;
 
 export function zstdCompress(data: Uint8Array, level: number): Buffer {
+  return Buffer.from(zstdCompressTransient(data, level));
+}
+
+/** The frame in a reused buffer: valid until the next call (callers copy it where it goes). */
+export function zstdCompressTransient(data: Uint8Array, level: number): Buffer {
   cctx ??= new zstd.CCtx();
   const bound = zstd.compressBound(data.length);
   let dst: Buffer;
@@ -34,7 +39,7 @@ export function zstdCompress(data: Uint8Array, level: number): Buffer {
   cctx.setParameter(zstd.CParameter.compressionLevel, level);
   // compress2 writes one frame with the content size in its header.
   const n = cctx.compress2(dst, data);
-  return Buffer.from(dst.subarray(0, n));
+  return dst.subarray(0, n);
 }
 
 /** Sum of the declared content sizes of all frames, or null if any frame does not declare one. */
@@ -51,6 +56,17 @@ function declaredSize(input: Buffer): number | null {
 }
 
 export function zstdDecompress(data: Uint8Array, maxBytes: number): Buffer {
+  return zstdDecompressMaybeInto(data, maxBytes, false);
+}
+
+let decodeScratch = Buffer.allocUnsafe(0);
+
+/** Like zstdDecompress, into a reused buffer when the frames declare their size: valid until the next call. */
+export function zstdDecompressTransient(data: Uint8Array, maxBytes: number): Buffer {
+  return zstdDecompressMaybeInto(data, maxBytes, true);
+}
+
+function zstdDecompressMaybeInto(data: Uint8Array, maxBytes: number, transient: boolean): Buffer {
   const input = asBuffer(data);
   if (input.length === 0) throw new DecompressionError('zstd: empty input', { position: 0 });
   dctx ??= new zstd.DCtx();
@@ -64,7 +80,16 @@ export function zstdDecompress(data: Uint8Array, maxBytes: number): Buffer {
   }
   if (declared !== null) {
     if (declared > maxBytes) throw limitError('zstd', maxBytes, declared);
-    const out = Buffer.allocUnsafe(declared);
+    let out: Buffer;
+    if (transient && declared <= SCRATCH_MAX) {
+      if (decodeScratch.length < declared)
+        decodeScratch = Buffer.allocUnsafe(
+          Math.min(SCRATCH_MAX, Math.max(declared, 2 * decodeScratch.length)),
+        );
+      out = decodeScratch.subarray(0, declared);
+    } else {
+      out = Buffer.allocUnsafe(declared);
+    }
     let n: number;
     try {
       n = dctx.decompress(out, input);

@@ -1,0 +1,64 @@
+/**
+ * What convert proved in memory about each batch it recompressed (recompressRecordBatch with
+ * `roundTrip`: source records strictly parsed, new record bytes decompressed again and equal to
+ * the source's), keyed by the source batch's position: the new batch's stored CRC-32C and size.
+ * Verify-before-swap reads the new batch back from disk, checks its CRC over the bytes and
+ * compares the header fields with the source's; a CRC and size equal to these then shows the
+ * bytes on disk are the ones proven, so neither side is decompressed a second time (for gzip
+ * sources that was the largest cost of the pipeline).
+ *
+ * Eight bytes an entry in typed arrays; past `maxEntries` nothing more is recorded and verify
+ * decodes and compares both sides for the remaining batches, so memory stays bounded whatever
+ * the number of batches.
+ */
+export class RecompressedBatchProofs {
+  private positions = new Uint32Array(1024);
+  private crcs = new Uint32Array(1024);
+  private sizes = new Uint32Array(1024);
+  private count = 0;
+  private cursor = 0;
+
+  constructor(private readonly maxEntries = 1 << 21) {}
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** `batch` is the new batch as written; its stored CRC is at byte 17 (ref §5.1). */
+  add(sourcePosition: number, batch: Uint8Array): void {
+    if (this.count >= this.maxEntries) return;
+    if (this.count === this.positions.length) this.grow();
+    this.positions[this.count] = sourcePosition;
+    this.crcs[this.count] = new DataView(batch.buffer, batch.byteOffset, batch.byteLength).getUint32(17);
+    this.sizes[this.count] = batch.length;
+    this.count++;
+  }
+
+  /** Whether a proof is recorded at `position`, without taking it (same ordering rule as take). */
+  has(position: number): boolean {
+    while (this.cursor < this.count && this.positions[this.cursor] < position) this.cursor++;
+    return this.cursor < this.count && this.positions[this.cursor] === position;
+  }
+
+  /** The proof recorded for the source batch at `position`; call in increasing position order. */
+  take(position: number): { crc: number; size: number } | undefined {
+    while (this.cursor < this.count && this.positions[this.cursor] < position) this.cursor++;
+    if (this.cursor < this.count && this.positions[this.cursor] === position) {
+      const i = this.cursor++;
+      return { crc: this.crcs[i], size: this.sizes[i] };
+    }
+    return undefined;
+  }
+
+  private grow(): void {
+    const n = this.positions.length * 2;
+    const copy = (a: Uint32Array) => {
+      const b = new Uint32Array(n);
+      b.set(a);
+      return b;
+    };
+    this.positions = copy(this.positions);
+    this.crcs = copy(this.crcs);
+    this.sizes = copy(this.sizes);
+  }
+}
