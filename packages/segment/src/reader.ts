@@ -41,7 +41,7 @@ export interface ReadSegmentOptions {
    * Read into two alternating buffers instead of a new one per chunk: an entry's bytes are then
    * valid only until the iterator is advanced. The pipeline's own loops use this, so reading a
    * file makes no garbage for the GC to catch up with (it kept peak RSS tens of MiB higher).
-   * (Either way one more chunk buffer holds the read-ahead.)
+   * Buffers are two chunks long (room for a partial entry in front of a read-ahead chunk).
    */
   reuseBuffers?: boolean;
   signal?: AbortSignal;
@@ -82,23 +82,18 @@ export async function* readSegmentEntries(
     // Makes [pos, pos + need) available in `buf`; the caller has checked it lies inside the file.
     // Callers test `buffered` first: awaiting a no-op per entry costs more than parsing small ones.
     const buffered = (need: number): boolean => pos >= bufStart && pos + need <= bufStart + buf.length;
-    // reuseBuffers: two dedicated buffers (never from Buffer's shared pool) taking turns.
+    // Read-ahead: the chunk after the buffered bytes is read on libuv's pool while the caller
+    // works on the entries already handed out, so parsing and codecs never wait on a read. It
+    // lands `headroom` bytes into its buffer; at the refill only the partial entry at the end of
+    // the current buffer is copied in front of it.
+    const headroom = chunkSize;
+    const bufferBytes = headroom + chunkSize;
+    // reuseBuffers: two dedicated buffers (never from Buffer's shared pool) taking turns: `current`
+    // holds the entries being handed out, `spare` is free and the read-ahead's target.
     let current: Buffer | undefined;
     let spare: Buffer | undefined;
-    // Read-ahead: the chunk after the buffered bytes is read on libuv's pool while the caller
-    // works on the entries already handed out, so parsing and codecs never wait on a read.
     let ahead: Buffer | undefined;
     let aheadStart = -1;
-    const readAhead = (): void => {
-      const start = bufStart + buf.length;
-      const length = Math.min(chunkSize, fileSize - start);
-      if (length <= 0) return;
-      ahead ??= Buffer.allocUnsafeSlow(chunkSize);
-      aheadStart = start;
-      aheadRead = readInto(ahead, 0, length, start);
-      // Handled when awaited; a failure here must not surface as an unhandled rejection.
-      aheadRead.catch(() => {});
-    };
     const readInto = async (b: Buffer, at: number, length: number, filePos: number): Promise<number> => {
       let n = 0;
       while (n < length) {
@@ -108,47 +103,65 @@ export async function* readSegmentEntries(
       }
       return n;
     };
+    const readAhead = (): void => {
+      const start = bufStart + buf.length;
+      const length = Math.min(chunkSize, fileSize - start);
+      if (length <= 0) return;
+      if (options.reuseBuffers) {
+        if (spare === undefined || spare.length < bufferBytes) spare = Buffer.allocUnsafeSlow(bufferBytes);
+        ahead = spare;
+      } else {
+        ahead = Buffer.allocUnsafeSlow(bufferBytes);
+      }
+      aheadStart = start;
+      aheadRead = readInto(ahead, headroom, length, start);
+      // Handled when awaited; a failure here must not surface as an unhandled rejection.
+      aheadRead.catch(() => {});
+    };
+    const take = (next: Buffer, from: number, to: number): void => {
+      buf = next.subarray(from, to);
+      bufStart = pos;
+      if (options.reuseBuffers) {
+        // The buffer being left holds only entries already handed out: free for the next read-ahead.
+        spare = current;
+        current = next;
+      }
+      readAhead();
+    };
     const fill = async (need: number): Promise<void> => {
       const keep = Math.max(0, bufStart + buf.length - pos);
-      let prefetched = 0;
+      let got = 0;
       if (aheadRead !== undefined) {
         const pending = aheadRead;
         aheadRead = undefined;
-        // Only usable when it starts exactly where the kept bytes end (always, unless a
-        // caller's startPosition moved `pos` past the buffer).
         const n = await pending;
-        if (aheadStart === pos + keep) prefetched = n;
+        // Usable when it starts exactly where the kept bytes end (always, unless a caller's
+        // startPosition moved `pos` past the buffer).
+        if (aheadStart === pos + keep) got = n;
       }
-      const want = Math.min(Math.max(chunkSize, need, keep + prefetched), fileSize - pos);
-      let next: Buffer;
-      if (options.reuseBuffers) {
-        next =
-          spare !== undefined && spare.length >= want
-            ? spare
-            : Buffer.allocUnsafeSlow(Math.max(want, 2 * chunkSize));
-        // The buffer being left holds only entries already handed out; it is read into again at
-        // the refill after this one.
-        spare = current;
-        current = next;
-      } else {
-        next = Buffer.allocUnsafe(want);
+      if (got > 0 && keep <= headroom && keep + got >= need) {
+        const next = ahead!;
+        if (keep > 0) buf.copy(next, headroom - keep, pos - bufStart, buf.length);
+        take(next, headroom - keep, headroom + got);
+        return;
       }
+      // First read, an entry larger than what is buffered and read ahead, or a short read-ahead.
+      const want = Math.min(Math.max(chunkSize, need, keep + got), fileSize - pos);
+      const next = Buffer.allocUnsafeSlow(want);
       if (keep > 0) buf.copy(next, 0, pos - bufStart, buf.length);
       let filled = keep;
-      if (prefetched > 0) {
-        ahead!.copy(next, filled, 0, prefetched);
-        filled += prefetched;
+      if (got > 0) {
+        ahead!.copy(next, filled, headroom, headroom + got);
+        filled += got;
       }
       if (filled < want) filled += await readInto(next, filled, want - filled, pos + filled);
-      buf = next.subarray(0, filled);
-      bufStart = pos;
       if (filled < need) {
         throw new TruncatedDataError(`file shrank while reading: needed ${need} bytes, got ${filled}`, {
           file,
           position: pos,
         });
       }
-      readAhead();
+      take(next, 0, filled);
     };
 
     const truncated = (remaining: number, detail: string, offset?: bigint): boolean => {
