@@ -15,11 +15,10 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 
 const fmt = await import(new URL('../packages/format/dist/index.js', import.meta.url).href);
 const legacy = await import(new URL('../packages/legacy/dist/index.js', import.meta.url).href);
-const { CompressionType, compress, decompress, encodeRecordBatch } = fmt;
+const { CompressionType, encodeRecordBatch } = fmt;
 
 const BIG_MB = Number(process.env.BENCH_BIG_MB ?? 1024);
 const V2_MB = Number(process.env.BENCH_V2_MB ?? 256);
@@ -308,31 +307,40 @@ try {
       }
       return root;
     };
-    const times = {};
-    for (const threads of [1, 2]) {
-      const root = make(`migrate-${threads}`);
-      // In a child started the way the seglift bin starts (flags and env above).
-      const script = `
-        const { migrate } = await import(${JSON.stringify(new URL('../packages/segment/dist/index.js', import.meta.url).href)});
-        const t = performance.now();
-        const res = await migrate([${JSON.stringify(root)}], { codec: 'zstd', level: 3, concurrency: ${threads} });
-        const ms = performance.now() - t;
-        console.log(JSON.stringify({ ms, converted: res.reports.filter((r) => r.result === 'converted').length }));
-      `;
-      // A file, not -e: worker threads inherit execArgv, and --input-type is refused there.
-      const file = join(work, `migrate-${threads}.mjs`);
-      writeFileSync(file, script);
-      const r = spawnSync(process.execPath, [...childFlags, file], { encoding: 'utf8', env: childEnv });
-      if (r.status !== 0) throw new Error(`migrate child failed: ${r.stderr}`);
-      const out = JSON.parse(r.stdout.trim().split('\n').pop());
-      if (out.converted !== 16) throw new Error(`migrate converted ${out.converted} of 16 segments`);
-      times[threads] = out.ms;
-      rmSync(root, { recursive: true });
+    // 1 and 2 threads take turns, REPS times each; each keeps its best run.
+    const times = { 1: Infinity, 2: Infinity };
+    for (let rep = 0; rep < REPS; rep++) {
+      for (const threads of [1, 2]) {
+        const root = make(`migrate-${threads}`);
+        // In a child started the way the seglift bin starts (flags and env above).
+        const script = `
+          const { migrate } = await import(${JSON.stringify(new URL('../packages/segment/dist/index.js', import.meta.url).href)});
+          const t = performance.now();
+          const res = await migrate([${JSON.stringify(root)}], { codec: 'zstd', level: 3, concurrency: ${threads} });
+          const ms = performance.now() - t;
+          console.log(JSON.stringify({ ms, converted: res.reports.filter((r) => r.result === 'converted').length }));
+        `;
+        // A file, not -e: worker threads inherit execArgv, and --input-type is refused there.
+        const file = join(work, `migrate-${threads}.mjs`);
+        writeFileSync(file, script);
+        const r = spawnSync(process.execPath, [...childFlags, file], { encoding: 'utf8', env: childEnv });
+        if (r.status !== 0) throw new Error(`migrate child failed: ${r.stderr}`);
+        const out = JSON.parse(r.stdout.trim().split('\n').pop());
+        if (out.converted !== 16) throw new Error(`migrate converted ${out.converted} of 16 segments`);
+        times[threads] = Math.min(times[threads], out.ms);
+        rmSync(root, { recursive: true });
+      }
     }
     const speedup = times[1] / times[2];
-    rows.push(['migrate 16 x 16 MiB, 1 thread', '', `${(times[1] / 1000).toFixed(1)} s`, 'baseline', '']);
     rows.push([
-      'migrate 16 x 16 MiB, 2 threads',
+      `migrate 16 x 16 MiB, 1 thread (best of ${REPS})`,
+      '',
+      `${(times[1] / 1000).toFixed(1)} s`,
+      'baseline',
+      '',
+    ]);
+    rows.push([
+      `migrate 16 x 16 MiB, 2 threads (best of ${REPS})`,
       '',
       `${(times[2] / 1000).toFixed(1)} s`,
       `${speedup.toFixed(2)}x`,

@@ -20,12 +20,30 @@ export function gzipDecompress(data: Uint8Array, maxBytes: number): Buffer {
   // Fast path: zlib decodes single and concatenated members; maxOutputLength makes it stop
   // (without allocating more) once the limit is passed.
   try {
-    return zlib.gunzipSync(input, { maxOutputLength: Math.max(1, maxBytes) });
+    return zlib.gunzipSync(input, {
+      maxOutputLength: Math.max(1, maxBytes),
+      chunkSize: outputChunkSize(input, maxBytes),
+    });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw limitError('gzip', maxBytes);
     // zlib rejects trailing garbage that the JDK ignores: decode member by member.
   }
   return gzipDecompressMembers(input, maxBytes);
+}
+
+/**
+ * zlib's output chunk for one gunzip: the size the trailer declares (ISIZE, the last member's
+ * uncompressed size mod 2^32) plus one byte, so a usual single-member payload comes out in one
+ * buffer, with no 16 KiB chunks to concatenate (half the memory traffic of a batch's gunzip).
+ * ISIZE is only a hint: bounded by the limit and by deflate's best ratio (1032:1), and a wrong
+ * value only costs more chunks.
+ */
+function outputChunkSize(input: Buffer, maxBytes: number): number {
+  const DEFAULT = 16 * 1024;
+  if (input.length < 18) return DEFAULT;
+  const isize = input.readUInt32LE(input.length - 4);
+  const bound = Math.min(maxBytes, input.length * 1032);
+  return Math.max(64, Math.min(isize, bound) + 1);
 }
 
 const FHCRC = 0x02;
