@@ -1,4 +1,5 @@
 import zlib from 'node:zlib';
+import { trackAllocations } from '@seglift/testkit';
 import fc from 'fast-check';
 import { compressSync as snappyRawCompress } from 'snappy';
 import { describe, expect, it } from 'vitest';
@@ -178,6 +179,31 @@ describe('gzip (JDK GZIPInputStream semantics)', () => {
     bad[bad.length - 8] ^= 1;
     expect(() => dec(1, bad)).toThrow(DecompressionError);
     expect(() => dec(1, Buffer.concat([bad, Buffer.from('junk')]))).toThrow(/CRC32 or ISIZE/);
+  });
+  it('sizes its output by the trailer ISIZE only as a bounded hint', () => {
+    const data = semiCompressible(200_000);
+    const gz = zlib.gzipSync(data);
+    // One member: the exact bytes (read in one output chunk).
+    expect(dec(1, gz).equals(Buffer.from(data))).toBe(true);
+    // Two members: ISIZE is the last member's only, the whole stream still comes out.
+    const two = Buffer.concat([gz, zlib.gzipSync(Buffer.from('tail'))]);
+    expect(dec(1, two).equals(Buffer.concat([Buffer.from(data), Buffer.from('tail')]))).toBe(true);
+    // A trailer declaring 4 GiB - 1 is a corrupt member, not a 4 GiB allocation.
+    const lying = Buffer.from(a);
+    lying.writeUInt32LE(0xffffffff, lying.length - 4);
+    const { result, largest } = trackAllocations(() => {
+      try {
+        dec(1, lying);
+      } catch (err) {
+        return err;
+      }
+    });
+    expect(result).toBeInstanceOf(DecompressionError);
+    expect(largest).toBeLessThanOrEqual(a.length * 1032 + 1);
+    // The limit still holds when the trailer declares less than the stream makes.
+    const small = Buffer.from(gz);
+    small.writeUInt32LE(10, small.length - 4);
+    expect(() => dec(1, small, 2, 1000)).toThrow(DecompressionLimitError);
   });
   it('reads members with FNAME/FCOMMENT/FEXTRA/FHCRC headers', () => {
     const deflated = zlib.deflateRawSync(Buffer.from('named'));
