@@ -57,8 +57,16 @@ export function* logicalRecordsOfBatch(
 function bytesEqual(a: Uint8Array | null, b: Uint8Array | null): boolean {
   if (a === b) return true;
   if (a === null || b === null || a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
+  // Short arrays: a loop beats the native call; longer ones: memcmp.
+  if (a.length < 48) {
+    for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+    return true;
+  }
+  return asBuffer(a).equals(b);
+}
+
+function asBuffer(a: Uint8Array): Buffer {
+  return Buffer.isBuffer(a) ? a : Buffer.from(a.buffer, a.byteOffset, a.byteLength);
 }
 
 function describeBytes(a: Uint8Array | null, b: Uint8Array | null): string {

@@ -277,6 +277,7 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
         acceptTruncatedTail: options.acceptTruncatedTail,
         signal: options.signal,
         proofs,
+        sourceCrcsChecked: true,
       });
     } catch (err) {
       // No file removal while a sync of it is in flight.

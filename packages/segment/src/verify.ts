@@ -36,6 +36,8 @@ interface UnitOptions {
   onEntry?: (info: EntryInfo) => void;
   /** Output side: every entry must be a v2 batch. */
   v2Only?: boolean;
+  /** Source side: convert read it moments ago and checked every outer and inner CRC. */
+  sourceCrcsChecked?: boolean;
   /**
    * Source side: batches convert proved in memory after checking their CRC moments before; only
    * their header fields are used here, so their CRC is not computed a second time.
@@ -67,7 +69,12 @@ async function* units(file: string, opts: UnitOptions): AsyncGenerator<Unit, voi
             records =
               entry.magic === 2
                 ? [...logicalRecordsOfBatch(entry.bytes, decode)]
-                : logicalRecordsOfLegacyEntry(entry.bytes, decode);
+                : // The outer CRC was checked just above (inspectEntry); inner ones when convert read it.
+                  logicalRecordsOfLegacyEntry(entry.bytes, {
+                    ...decode,
+                    checkCrc: false,
+                    checkInnerCrc: !opts.sourceCrcsChecked,
+                  });
           } catch (err) {
             throw withEntryContext(err, file, entry);
           }
@@ -111,6 +118,11 @@ export interface VerifyRewriteOptions {
   signal?: AbortSignal;
   /** What convert proved in memory about the batches it recompressed (see proofs.ts). */
   proofs?: RecompressedBatchProofs;
+  /**
+   * Convert read the source in this run and checked every CRC in it (outer and, for legacy
+   * wrappers, inner): decoding the source again here skips recomputing the inner ones.
+   */
+  sourceCrcsChecked?: boolean;
 }
 
 /**
@@ -140,6 +152,7 @@ export async function verifyRewrite(
   const srcIt = units(source, {
     ...common,
     acceptTruncatedTail: opts.acceptTruncatedTail,
+    sourceCrcsChecked: opts.sourceCrcsChecked,
     proven: proofs && ((position) => proofs.has(position)),
   });
   const outIt = units(out.log, {
