@@ -57,16 +57,13 @@ export function* logicalRecordsOfBatch(
 function bytesEqual(a: Uint8Array | null, b: Uint8Array | null): boolean {
   if (a === b) return true;
   if (a === null || b === null || a.length !== b.length) return false;
-  // Short arrays: a loop beats the native call; longer ones: memcmp.
-  if (a.length < 48) {
-    for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-    return true;
+  // Long fields that are Buffers already (views of a decoded Buffer): memcmp, no allocation.
+  if (a.length >= 48) {
+    if (Buffer.isBuffer(a)) return a.equals(b);
+    if (Buffer.isBuffer(b)) return b.equals(a);
   }
-  return asBuffer(a).equals(b);
-}
-
-function asBuffer(a: Uint8Array): Buffer {
-  return Buffer.isBuffer(a) ? a : Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 function describeBytes(a: Uint8Array | null, b: Uint8Array | null): string {
