@@ -144,7 +144,10 @@ const stampV2 = (e, next) => {
 // BENCH_NODE_FLAGS say otherwise ('' = the defaults).
 const childEnv = { ...process.env, MALLOC_ARENA_MAX: process.env.BENCH_MALLOC_ARENA_MAX ?? '2' };
 if (childEnv.MALLOC_ARENA_MAX === '') delete childEnv.MALLOC_ARENA_MAX;
-const childFlags = (process.env.BENCH_NODE_FLAGS ?? '--max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring')
+const childFlags = (
+  process.env.BENCH_NODE_FLAGS ??
+  '--max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring'
+)
   .split(' ')
   .filter(Boolean);
 
