@@ -30,6 +30,24 @@ describe('segment lock', () => {
     await expect(stat(lockPath)).rejects.toThrow(/ENOENT/);
   });
 
+  it('a takeover file left by a run that crashed mid-takeover blocks only until it is as old as a stale lock', async () => {
+    const log = await segment();
+    const lockPath = lockPathFor(log);
+    await writeFile(lockPath, foreign('t-dead'));
+    const old = new Date(Date.now() - LOCK_STALE_AFTER_MS - 5_000);
+    await utimes(lockPath, old, old);
+    const takeover = `${lockPath}.takeover-t-dead.seglift-tmp`;
+    // Fresh: another run may be in the middle of its takeover, so this one backs off.
+    await writeFile(takeover, foreign('t-crashed'));
+    await expect(acquireSegmentLock(log)).rejects.toThrow(/locked by pid 1/);
+    // As old as a stale lock: nobody holds a takeover that long; it is removed and the lock taken.
+    await utimes(takeover, old, old);
+    const lock = await acquireSegmentLock(log);
+    expect(JSON.parse(await readFile(lockPath, 'utf8')).token).toBe(lock.token);
+    await expect(stat(takeover)).rejects.toThrow(/ENOENT/);
+    await lock.release();
+  });
+
   it('isStaleLock: this host with a dead pid, or an old mtime; never a fresh lock of another host', () => {
     const now = Date.now();
     const info = { pid: 1, host: 'elsewhere', token: 't', startedAt: '' };

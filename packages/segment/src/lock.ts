@@ -98,8 +98,19 @@ async function removeStaleLock(
   try {
     await link(pending, takeover);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return;
-    throw err;
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    // Another run is taking over (milliseconds), or one crashed in the middle and left its
+    // takeover file: that one would block the stale lock forever (recoverLeftovers removes temp
+    // files only once the lock is taken), so a takeover file as old as a stale lock is removed.
+    const st = await stat(takeover).catch(() => undefined);
+    if (st === undefined || Date.now() - st.mtimeMs <= LOCK_STALE_AFTER_MS) return;
+    await removeIfExists(takeover);
+    try {
+      await link(pending, takeover);
+    } catch (again) {
+      if ((again as NodeJS.ErrnoException).code === 'EEXIST') return;
+      throw again;
+    }
   }
   try {
     const current = await lockState(lockPath);
