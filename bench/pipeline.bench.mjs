@@ -146,7 +146,7 @@ const childEnv = { ...process.env, MALLOC_ARENA_MAX: process.env.BENCH_MALLOC_AR
 if (childEnv.MALLOC_ARENA_MAX === '') delete childEnv.MALLOC_ARENA_MAX;
 const childFlags = (
   process.env.BENCH_NODE_FLAGS ??
-  '--max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring'
+  '--max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring --heap-growing-percent=50'
 )
   .split(' ')
   .filter(Boolean);

@@ -118,14 +118,14 @@ describe('Dockerfile', () => {
     const entrypoint = readFileSync(join(repoRoot, 'deploy/docker/entrypoint.sh'), 'utf8');
     for (const app of ['cli', 'worker', 'watcher']) {
       expect(entrypoint).toContain(
-        `exec node --max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring /app/${app}/dist/main.js`,
+        `exec node --max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring --heap-growing-percent=50 /app/${app}/dist/main.js`,
       );
     }
     for (const app of ['cli', 'worker', 'watcher']) {
       const main = readFileSync(join(repoRoot, 'apps', app, 'src', 'main.ts'), 'utf8');
       // Node flags may follow (`node --max-semi-space-size=8`); the arena cap must be there.
       expect(main.split('\n')[0], app).toBe(
-        '#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring',
+        '#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring --heap-growing-percent=50',
       );
     }
   });

@@ -18,7 +18,7 @@ fi
 # The programs' shebangs carry these node flags; running `node main.js` here bypasses them.
 # (Not NODE_OPTIONS: it does not accept --single-threaded-gc.)
 case "$program" in
-  seglift-worker) exec node --max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring /app/worker/dist/main.js "$@" ;;
-  seglift-watcher) exec node --max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring /app/watcher/dist/main.js "$@" ;;
-  *) exec node --max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring /app/cli/dist/main.js "$@" ;;
+  seglift-worker) exec node --max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring --heap-growing-percent=50 /app/worker/dist/main.js "$@" ;;
+  seglift-watcher) exec node --max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring --heap-growing-percent=50 /app/watcher/dist/main.js "$@" ;;
+  *) exec node --max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring --heap-growing-percent=50 /app/cli/dist/main.js "$@" ;;
 esac
