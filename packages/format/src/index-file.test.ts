@@ -5,8 +5,10 @@ import {
   decodeOffsetIndex,
   decodeTimeIndex,
   OFFSET_INDEX_ENTRY_SIZE,
+  offsetIndexView,
   SegmentIndexBuilder,
   TIME_INDEX_ENTRY_SIZE,
+  timeIndexView,
 } from './index-file.js';
 
 interface Entry {
@@ -192,5 +194,28 @@ describe('SegmentIndexBuilder (LogSegment.recover semantics)', () => {
     expect(() => decodeOffsetIndex(new Uint8Array(9), 0n)).toThrow(CorruptRecordError);
     expect(() => decodeTimeIndex(new Uint8Array(13), 0n)).toThrow(CorruptRecordError);
     expect(decodeOffsetIndex(new Uint8Array(0), 0n)).toEqual([]);
+    expect(() => offsetIndexView(new Uint8Array(9), 0n)).toThrow(
+      /offset index size 9 is not a multiple of 8/,
+    );
+    expect(() => timeIndexView(new Uint8Array(13), 0n)).toThrow(/time index size 13 is not a multiple of 12/);
+  });
+
+  it('views decode each entry as the decoders do, signed fields included', () => {
+    const bytes = new Uint8Array(24 * 12);
+    let x = 0x9e3779b9;
+    for (let i = 0; i < bytes.length; i++) {
+      x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+      bytes[i] = x >>> 24;
+    }
+    const base = 5_000_000_000n;
+    const o = offsetIndexView(bytes, base);
+    expect(
+      Array.from({ length: o.length }, (_, i) => ({ offset: o.offset(i), position: o.position(i) })),
+    ).toEqual(decodeOffsetIndex(bytes, base));
+    const t = timeIndexView(bytes, base);
+    expect(
+      Array.from({ length: t.length }, (_, i) => ({ timestamp: t.timestamp(i), offset: t.offset(i) })),
+    ).toEqual(decodeTimeIndex(bytes, base));
+    expect([o.length, t.length]).toEqual([36, 24]);
   });
 });

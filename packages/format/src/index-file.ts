@@ -171,6 +171,47 @@ function checkWhole(buf: Uint8Array, size: number, what: string): DataView {
   return new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
 }
 
+/**
+ * Read-only views of index file bytes: entry i decoded on access, nothing else kept (a decoded
+ * array of a big segment's index entries costs tens of MiB of heap).
+ */
+export interface OffsetIndexView {
+  readonly length: number;
+  /** Relative offset as stored (int32). */
+  relativeOffset(i: number): number;
+  offset(i: number): bigint;
+  position(i: number): number;
+}
+
+export interface TimeIndexView {
+  readonly length: number;
+  timestamp(i: number): bigint;
+  relativeOffset(i: number): number;
+  offset(i: number): bigint;
+}
+
+/** The whole entries of a .index, decoded on access (same checks as decodeOffsetIndex). */
+export function offsetIndexView(buf: Uint8Array, baseOffset: bigint): OffsetIndexView {
+  const v = checkWhole(buf, OFFSET_INDEX_ENTRY_SIZE, 'offset index');
+  return {
+    length: buf.length / OFFSET_INDEX_ENTRY_SIZE,
+    relativeOffset: (i) => v.getInt32(i * OFFSET_INDEX_ENTRY_SIZE),
+    offset: (i) => baseOffset + BigInt(v.getInt32(i * OFFSET_INDEX_ENTRY_SIZE)),
+    position: (i) => v.getInt32(i * OFFSET_INDEX_ENTRY_SIZE + 4),
+  };
+}
+
+/** The whole entries of a .timeindex, decoded on access (same checks as decodeTimeIndex). */
+export function timeIndexView(buf: Uint8Array, baseOffset: bigint): TimeIndexView {
+  const v = checkWhole(buf, TIME_INDEX_ENTRY_SIZE, 'time index');
+  return {
+    length: buf.length / TIME_INDEX_ENTRY_SIZE,
+    timestamp: (i) => v.getBigInt64(i * TIME_INDEX_ENTRY_SIZE),
+    relativeOffset: (i) => v.getInt32(i * TIME_INDEX_ENTRY_SIZE + 8),
+    offset: (i) => baseOffset + BigInt(v.getInt32(i * TIME_INDEX_ENTRY_SIZE + 8)),
+  };
+}
+
 /** Every whole entry of a .index (the broker assumes all of them valid, ref §6.5). */
 export function decodeOffsetIndex(buf: Uint8Array, baseOffset: bigint): OffsetIndexEntry[] {
   const v = checkWhole(buf, OFFSET_INDEX_ENTRY_SIZE, 'offset index');

@@ -1,9 +1,4 @@
-import {
-  decodeOffsetIndex,
-  decodeTimeIndex,
-  type OffsetIndexEntry,
-  type TimeIndexEntry,
-} from '@seglift/format';
+import { type OffsetIndexView, offsetIndexView, type TimeIndexView, timeIndexView } from '@seglift/format';
 
 export interface IndexProblem {
   file: string;
@@ -22,44 +17,54 @@ export interface IndexProblem {
  */
 export class IndexChecker {
   readonly problems: IndexProblem[] = [];
-  private readonly offsets: OffsetIndexEntry[];
-  private readonly times: TimeIndexEntry[];
+  // Views over the index bytes, and typed arrays: memory stays a few bytes per entry however big
+  // the segment (decoded entry objects and a bigint-keyed map took ~70 MiB for a 1 GiB log).
+  private readonly offsets: OffsetIndexView;
+  private readonly times: TimeIndexView;
   private nextOffsetEntry = 0;
-  /** lastOffset -> maxTimestamp of the batches the time index names, filled while scanning. */
-  private readonly wanted = new Map<bigint, bigint | undefined>();
+  /** Relative offset -> slot (the first time entry with that offset) of the offsets the time index names. */
+  private readonly wanted = new Map<number, number>();
+  /** Per slot: whether a batch with that last offset was seen, and the first one's maxTimestamp. */
+  private readonly seen: Uint8Array;
+  private readonly seenTimestamp: BigInt64Array;
 
   constructor(
     private readonly indexFile: string,
     offsetIndex: Uint8Array | undefined,
     private readonly timeIndexFile: string,
     timeIndex: Uint8Array | undefined,
-    baseOffset: bigint,
+    private readonly baseOffset: bigint,
     private readonly maxProblems = 100,
   ) {
-    this.offsets = offsetIndex
-      ? this.decode(() => decodeOffsetIndex(offsetIndex, baseOffset), indexFile)
-      : [];
-    this.times = timeIndex ? this.decode(() => decodeTimeIndex(timeIndex, baseOffset), timeIndexFile) : [];
+    this.offsets = this.view(
+      () => offsetIndexView(offsetIndex ?? EMPTY, baseOffset),
+      indexFile,
+      offsetIndexView,
+    );
+    this.times = this.view(() => timeIndexView(timeIndex ?? EMPTY, baseOffset), timeIndexFile, timeIndexView);
     for (let i = 1; i < this.offsets.length; i++) {
-      if (this.offsets[i].offset <= this.offsets[i - 1].offset) {
+      if (this.offsets.relativeOffset(i) <= this.offsets.relativeOffset(i - 1)) {
         this.add({
           file: indexFile,
           entry: i,
-          offset: this.offsets[i].offset,
+          offset: this.offsets.offset(i),
           message: 'offset not increasing',
         });
       }
     }
+    this.seen = new Uint8Array(this.times.length);
+    this.seenTimestamp = new BigInt64Array(this.times.length);
     for (let i = 0; i < this.times.length; i++) {
-      if (i > 0 && this.times[i].timestamp <= this.times[i - 1].timestamp) {
+      if (i > 0 && this.times.timestamp(i) <= this.times.timestamp(i - 1)) {
         this.add({
           file: timeIndexFile,
           entry: i,
-          offset: this.times[i].offset,
+          offset: this.times.offset(i),
           message: 'timestamp not increasing',
         });
       }
-      this.wanted.set(this.times[i].offset, undefined);
+      const rel = this.times.relativeOffset(i);
+      if (!this.wanted.has(rel)) this.wanted.set(rel, i);
     }
   }
 
@@ -71,12 +76,13 @@ export class IndexChecker {
     return this.times.length;
   }
 
-  private decode<T>(fn: () => T[], file: string): T[] {
+  /** The view, or an empty one with the problem recorded (a size that is not whole entries). */
+  private view<T>(fn: () => T, file: string, empty: (b: Uint8Array, base: bigint) => T): T {
     try {
       return fn();
     } catch (err) {
       this.add({ file, entry: -1, message: (err as Error).message });
-      return [];
+      return empty(EMPTY, this.baseOffset);
     }
   }
 
@@ -88,67 +94,81 @@ export class IndexChecker {
   batch(position: number, lastOffset: bigint, maxTimestamp: bigint): void {
     while (
       this.nextOffsetEntry < this.offsets.length &&
-      this.offsets[this.nextOffsetEntry].position < position
+      this.offsets.position(this.nextOffsetEntry) < position
     ) {
-      const e = this.offsets[this.nextOffsetEntry];
+      const i = this.nextOffsetEntry;
       this.add({
         file: this.indexFile,
-        entry: this.nextOffsetEntry,
-        offset: e.offset,
-        position: e.position,
+        entry: i,
+        offset: this.offsets.offset(i),
+        position: this.offsets.position(i),
         message: 'position is not a batch start',
       });
       this.nextOffsetEntry++;
     }
     while (
       this.nextOffsetEntry < this.offsets.length &&
-      this.offsets[this.nextOffsetEntry].position === position
+      this.offsets.position(this.nextOffsetEntry) === position
     ) {
-      const e = this.offsets[this.nextOffsetEntry];
-      if (e.offset !== lastOffset) {
+      const i = this.nextOffsetEntry;
+      const offset = this.offsets.offset(i);
+      if (offset !== lastOffset) {
         this.add({
           file: this.indexFile,
-          entry: this.nextOffsetEntry,
-          offset: e.offset,
+          entry: i,
+          offset,
           position,
-          message: `index offset ${e.offset}, log offset ${lastOffset}`,
+          message: `index offset ${offset}, log offset ${lastOffset}`,
         });
       }
       this.nextOffsetEntry++;
     }
-    if (this.wanted.has(lastOffset) && this.wanted.get(lastOffset) === undefined)
-      this.wanted.set(lastOffset, maxTimestamp);
+    if (this.wanted.size > 0) {
+      const rel = lastOffset - this.baseOffset;
+      if (rel >= INT32_MIN && rel <= INT32_MAX) {
+        const slot = this.wanted.get(Number(rel));
+        if (slot !== undefined && this.seen[slot] === 0) {
+          this.seen[slot] = 1;
+          this.seenTimestamp[slot] = maxTimestamp;
+        }
+      }
+    }
   }
 
   finish(): IndexProblem[] {
     for (; this.nextOffsetEntry < this.offsets.length; this.nextOffsetEntry++) {
-      const e = this.offsets[this.nextOffsetEntry];
+      const i = this.nextOffsetEntry;
       this.add({
         file: this.indexFile,
-        entry: this.nextOffsetEntry,
-        offset: e.offset,
-        position: e.position,
+        entry: i,
+        offset: this.offsets.offset(i),
+        position: this.offsets.position(i),
         message: 'position is past the last batch',
       });
     }
-    this.times.forEach((t, i) => {
-      const ts = this.wanted.get(t.offset);
-      if (ts === undefined) {
+    for (let i = 0; i < this.times.length; i++) {
+      const slot = this.wanted.get(this.times.relativeOffset(i))!;
+      const offset = this.times.offset(i);
+      if (this.seen[slot] === 0) {
         this.add({
           file: this.timeIndexFile,
           entry: i,
-          offset: t.offset,
-          message: `indexed offset ${t.offset} is not the last offset of a batch`,
+          offset,
+          message: `indexed offset ${offset} is not the last offset of a batch`,
         });
-      } else if (ts !== t.timestamp) {
+      } else if (this.seenTimestamp[slot] !== this.times.timestamp(i)) {
         this.add({
           file: this.timeIndexFile,
           entry: i,
-          offset: t.offset,
-          message: `index timestamp ${t.timestamp}, log timestamp ${ts}`,
+          offset,
+          message: `index timestamp ${this.times.timestamp(i)}, log timestamp ${this.seenTimestamp[slot]}`,
         });
       }
-    });
+    }
     return this.problems;
   }
 }
+
+const EMPTY = new Uint8Array(0);
+const INT32_MIN = -(2n ** 31n);
+const INT32_MAX = 2n ** 31n - 1n;
