@@ -24,6 +24,7 @@ import {
 import { lz4HeaderChecksum } from './lz4.js';
 import { XERIAL_HEADER } from './snappy.js';
 import { randomBytes, semiCompressible } from './test-support/data.js';
+import { compressBound } from './zstd.js';
 
 const MAX = DEFAULT_MAX_DECOMPRESSED_BATCH_BYTES;
 const MiB = 1024 * 1024;
@@ -417,6 +418,21 @@ describe('zstd', () => {
     expect(hex(c.subarray(0, 4))).toBe('28b52ffd');
     expect(zstd.getFrameContentSize(c)).toBe(300_000);
     expect(zstd.findFrameCompressedSize(c)).toBe(c.length);
+  });
+  it('the reused context gives the bytes of a fresh one whatever level came before', () => {
+    const data = semiCompressible(50_000);
+    const fresh = (level: number) => {
+      const c = new zstd.CCtx();
+      c.setParameter(zstd.CParameter.compressionLevel, level);
+      const out = Buffer.alloc(zstd.compressBound(data.length));
+      return hex(out.subarray(0, c.compress2(out, data)));
+    };
+    for (const level of [1, 3, 19, 3, -5, 3, 3, 1])
+      expect(hex(compress(4, data, { level }))).toBe(fresh(level));
+  });
+  it('computes ZSTD_COMPRESSBOUND as the library does', () => {
+    for (const n of [0, 1, 100, 255, 256, 2047, 2048, 131071, 131072, 131073, 1 << 20, 64 << 20])
+      expect(compressBound(n)).toBe(zstd.compressBound(n));
   });
   it('reads frames without content size and concatenated frames, rejects trailing garbage', () => {
     const data = semiCompressible(300_000);
