@@ -67,6 +67,15 @@ export const ConfigSchema = z.strictObject({
       shutdownGraceMs: nonNegativeInt.default(30_000),
     })
     .prefault({}),
+  watcher: z
+    .strictObject({
+      /**
+       * `--once --wait`: stop waiting (exit 3) when no queued segment has finished for this long
+       * and no worker is connected to the queue (0 = wait forever).
+       */
+      noWorkerTimeoutMs: nonNegativeInt.default(900_000),
+    })
+    .prefault({}),
   readiness: z
     .strictObject({
       /** Archive mode: the newest segment is ready once unchanged for this long. */

@@ -14,7 +14,8 @@
  *                   [--redis-timeout-ms MS]
  * Exit codes, as the seglift CLI's: 0 ok (with --once --wait: every job succeeded), 1 some
  * segments failed (the workers gave up on them: retrying the Job will not help), 2 usage or
- * configuration error, 3 runtime error (Redis unreachable at start, jobs lost by Redis, internal).
+ * configuration error, 3 runtime error (Redis unreachable at start, jobs lost by Redis, no worker
+ * connected and nothing finished for watcher.noWorkerTimeoutMs, internal).
  */
 import { realpathSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -97,12 +98,13 @@ async function main(argv: string[]): Promise<number> {
           succeeded: result.succeeded,
           failed: result.failed.length,
           lost: result.lost.length,
+          abandoned: result.abandoned.length,
         },
         values.wait ? 'run finished' : 'scan finished',
       );
-      // Bad segments win over lost jobs: a rerun would fail on them again.
+      // Bad segments win over lost or abandoned jobs: a rerun would fail on them again.
       if (result.failed.length > 0) return EXIT_SEGMENTS_FAILED;
-      return result.lost.length > 0 ? EXIT_RUNTIME : EXIT_OK;
+      return result.lost.length > 0 || result.abandoned.length > 0 ? EXIT_RUNTIME : EXIT_OK;
     } finally {
       await queue.close();
       redis.disconnect();

@@ -28,6 +28,11 @@ export interface RunOnceResult {
   failed: Array<{ id: string; path: string; reason: string }>;
   /** With `wait`: jobs that vanished from the queue more than 5 times (Redis keeps losing them). */
   lost: Array<{ id: string; path: string }>;
+  /**
+   * With `wait`: jobs still queued when the wait was given up because no job finished for
+   * `watcher.noWorkerTimeoutMs` and no worker was connected.
+   */
+  abandoned: Array<{ id: string; path: string }>;
   /** With `wait`: every job succeeded. Without: the scan and enqueue worked. */
   ok: boolean;
 }
@@ -48,6 +53,7 @@ export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
     succeeded: 0,
     failed: [],
     lost: [],
+    abandoned: [],
     ok: true,
   };
   logger?.info(
@@ -73,7 +79,12 @@ export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
   const readded = new Map<string, number>();
   const pollMs = options.pollMs ?? 500;
   let lastLog = Date.now();
+  // Without workers (all exited, or never started) the queue never drains: after the timeout with
+  // no job finished and nobody connected, stop and say so instead of waiting forever.
+  const noWorkerTimeoutMs = config.watcher.noWorkerTimeoutMs;
+  let lastProgress = Date.now();
   while (pending.size > 0) {
+    const before = pending.size;
     await forEachLimit([...pending], 50, async ([id, path]) => {
       const state = await queue.getJobState(id);
       if (state === 'completed') {
@@ -104,6 +115,18 @@ export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
       }
     });
     if (pending.size === 0) break;
+    if (pending.size < before) lastProgress = Date.now();
+    if (noWorkerTimeoutMs > 0 && Date.now() - lastProgress > noWorkerTimeoutMs) {
+      if ((await connectedWorkers(queue)) === 0) {
+        for (const [id, path] of pending) result.abandoned.push({ id, path });
+        logger?.error(
+          { pending: pending.size, noWorkerTimeoutMs },
+          'no segment finished and no worker is connected to the queue: giving up the wait',
+        );
+        break;
+      }
+      lastProgress = Date.now();
+    }
     if (Date.now() - lastLog > 10_000) {
       lastLog = Date.now();
       logger?.info(
@@ -113,8 +136,20 @@ export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
     }
     await new Promise((r) => setTimeout(r, pollMs));
   }
-  result.ok = result.failed.length === 0 && result.lost.length === 0;
+  result.ok = result.failed.length === 0 && result.lost.length === 0 && result.abandoned.length === 0;
   return result;
+}
+
+/**
+ * Workers connected to the queue (BullMQ names their connections). Where the server refuses
+ * CLIENT LIST (some managed Redis), unknown: counted as none, so the timeout alone decides.
+ */
+async function connectedWorkers(queue: Queue<SegmentJobData>): Promise<number> {
+  try {
+    return await queue.getWorkersCount();
+  } catch {
+    return 0;
+  }
 }
 
 async function forEachLimit<T>(

@@ -136,6 +136,34 @@ describe.skipIf(!hasRedisServer)('watcher with a real Redis', () => {
     conn.disconnect();
   });
 
+  it('--once --wait gives up when nothing finishes and no worker is connected (noWorkerTimeoutMs)', async () => {
+    const { name, root, config, conn, queue } = setup({ 'watcher.noWorkerTimeoutMs': 400 });
+    files(join(root, 't-0'), [seg(0), seg(10), seg(20)]);
+    // A connected worker stuck on a long conversion keeps the wait going past the timeout...
+    const worker = new Worker(name, () => new Promise(() => {}), {
+      connection: createRedis(redis.url),
+      prefix: config.queue.prefix,
+      concurrency: 1,
+    });
+    await worker.waitUntilReady();
+    let settled = false;
+    const running = runOnce({ config, queue, redis: conn, wait: true, pollMs: 50 }).finally(() => {
+      settled = true;
+    });
+    await new Promise((r) => setTimeout(r, 1200));
+    expect(settled).toBe(false);
+    // ...until it is gone (killed): nobody is left to run the two queued segments.
+    await worker.close(true);
+    const r = await running;
+    expect(r).toMatchObject({ queued: 2, succeeded: 0, ok: false, failed: [], lost: [] });
+    expect(r.abandoned.map((a) => a.path).sort()).toEqual([
+      join(root, 't-0', seg(0)),
+      join(root, 't-0', seg(10)),
+    ]);
+    await queue.close();
+    conn.disconnect();
+  });
+
   it('watch mode queues a segment when the next one rolls, and an archive segment once quiet', async () => {
     const { root, config, conn, queue } = setup({ 'readiness.requireRolled': true });
     const dir = join(root, 'live-0');
