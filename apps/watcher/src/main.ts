@@ -89,6 +89,8 @@ async function main(argv: string[]): Promise<number> {
         logger.error({ jobId: f.id, segment: f.path, reason: f.reason }, 'job failed');
       for (const l of result.lost)
         logger.error({ jobId: l.id, segment: l.path }, 'job kept disappearing from the queue');
+      for (const a of result.abandoned)
+        logger.error({ jobId: a.id, segment: a.path }, 'segment still queued: no worker left to convert it');
       logger.info(
         {
           partitions: result.partitions,
