@@ -93,3 +93,38 @@ describe('migrate thread pool', () => {
     },
   );
 });
+
+describe('migrate scheduling', () => {
+  it.skipIf(!workerScriptPath())(
+    'threads take the largest segments first; reports stay in discovery order',
+    async () => {
+      const root = await tmpDir();
+      const sizes = [3, 40, 12, 25];
+      const logs: string[] = [];
+      for (const [i, n] of sizes.entries()) {
+        const p = `t-${i}`;
+        const records = Array.from({ length: n }, (_, k) => Buffer.from(`value ${k} `.repeat(20)));
+        logs.push(await writeSegment(path.join(root, 'logdir'), v2Batch(0n, records, 1), 0n, p));
+        // The active segment of each partition: skipped.
+        await writeSegment(
+          path.join(root, 'logdir'),
+          v2Batch(BigInt(n), [Buffer.from('a')], 1),
+          BigInt(n),
+          p,
+        );
+      }
+      const started: string[] = [];
+      const res = await migrate([path.join(root, 'logdir')], {
+        codec: 'zstd',
+        mode: 'threads',
+        concurrency: 1,
+        onSegment: (r) => {
+          if (r.result === 'converted') started.push(r.path);
+        },
+      });
+      expect(res.summary).toMatchObject({ converted: 4, failed: 0 });
+      expect(started).toEqual([logs[1], logs[3], logs[2], logs[0]]);
+      expect(res.reports.filter((r) => r.result === 'converted').map((r) => r.path)).toEqual(logs);
+    },
+  );
+});

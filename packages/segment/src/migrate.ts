@@ -124,6 +124,9 @@ export async function migrate(dirs: string[], options: MigrateOptions): Promise<
       done(i, r);
     }
   } else {
+    // Largest segments first: the run does not end with one thread converting a big segment
+    // alone while the others idle (reports stay in discovery order).
+    const order = todo.map((_, i) => i).sort((a, b) => todo[b].size - todo[a].size || a - b);
     let next = 0;
     // One pool thread taking segments until none are left. A thread that dies (out of memory, a
     // native crash) fails the segment it held, with the reason, and is replaced: the other
@@ -145,7 +148,7 @@ export async function migrate(dirs: string[], options: MigrateOptions): Promise<
             void w.terminate().then(() => resolve());
             return;
           }
-          current = next++;
+          current = order[next++];
           w.postMessage({
             type: 'convert',
             id: current,
