@@ -185,6 +185,26 @@ describe('Upconverter', () => {
     expect(out[0].length).toBe(61 + 3 * 9);
   });
 
+  it('coalesce: copies plain entries handed over as Node Buffers (whose slice() is a view)', () => {
+    // The segment reader hands entries as Buffer views of a read buffer it reuses.
+    const up = new Upconverter({ grouping: 'coalesce' });
+    const shared = Buffer.alloc(64);
+    const out: Uint8Array[] = [];
+    for (const [i, v] of ['aa', 'bb', 'cc'].entries()) {
+      const entry = plain(BigInt(i), 0, v);
+      shared.fill(0);
+      shared.set(entry, 0);
+      out.push(...up.push(shared.subarray(0, entry.length)));
+    }
+    shared.fill(0x7a);
+    out.push(...up.flush());
+    expect(out.flatMap((b) => decodeRecords(b).map((r) => Buffer.from(r.value!).toString()))).toEqual([
+      'aa',
+      'bb',
+      'cc',
+    ]);
+  });
+
   it('never spans an offset delta beyond int32', async () => {
     const max = 2_147_483_647n;
     const { batches } = await upconvertAndCheck(

@@ -122,11 +122,12 @@ export class Upconverter {
   push(entryBytes: Uint8Array): Uint8Array[] {
     const out: Uint8Array[] = [];
     // Pending records of a plain message are views into the caller's buffer, which a reader may
-    // reuse once push returns; coalescing keeps them across calls, so it works on a copy.
+    // reuse once push returns; coalescing keeps them across calls, so it works on a copy. Not
+    // `entryBytes.slice()`: on a Node Buffer (what the segment reader hands over) that is a view.
     const coalesce = this.grouping === 'coalesce';
     const entry =
       coalesce && entryBytes.length > 17 && (entryBytes[17] & LEGACY_CODEC_MASK) === 0
-        ? entryBytes.slice()
+        ? Uint8Array.prototype.slice.call(entryBytes)
         : entryBytes;
     const records = decodeLegacyRecords(entry, this.decodeOptions);
     this.stats.entriesIn++;
