@@ -59,11 +59,15 @@ export class LineWriter {
     if (this.closed) return;
     try {
       if (!this.stream.write(data)) {
-        await Promise.race([
-          once(this.stream, 'drain'),
-          once(this.stream, 'close'),
-          once(this.stream, 'error'),
-        ]);
+        // The listeners of the waits that did not win are removed (a long dump waits thousands
+        // of times: they would pile up on the stream).
+        const done = new AbortController();
+        const wait = (event: string) => once(this.stream, event, { signal: done.signal }).catch(() => {});
+        try {
+          await Promise.race([wait('drain'), wait('close'), wait('error')]);
+        } finally {
+          done.abort();
+        }
       }
     } catch (err) {
       // The reader went away (`seglift inspect ... | head`): not an error of ours.

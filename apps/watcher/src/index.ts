@@ -9,13 +9,13 @@ export {
 } from './queue.js';
 export {
   evaluatePartition,
+  isKafkaInternalDir,
   type PartitionVerdict,
   type Readiness,
   type ReadySegment,
   type ScanOptions,
   type ScanResult,
   SEGMENT_LOG_RE,
-  SKIPPED_DIR_RE,
   scanRoots,
 } from './scan.js';
 export { startWatching, type WatchHandle, type WatchOptions } from './watch.js';

@@ -94,11 +94,17 @@ describe('scanRoots', () => {
   partition(join(root, 'a-1'), [[seg(0)]]);
   partition(join(root, 'b-0.4b1f2c-delete'), [[seg(0)], [seg(10)]]);
   partition(join(root, 'b-0.4b1f2c-future'), [[seg(0)], [seg(10)]]);
+  partition(join(root, 'b-1.4b1f2c-stray'), [[seg(0)], [seg(10)]]);
+  // The KRaft metadata log shares the first log dir by default: never a job.
+  partition(join(root, '__cluster_metadata-0'), [[seg(0)], [seg(10)]]);
+  // A backup directory seglift marked when it wrote its first backup.
+  partition(join(root, 'backup', 'a-0'), [[seg(0)], [seg(10)], ['.seglift-backup']]);
+  writeFileSync(join(root, 'backup', '.seglift-backup'), '');
   partition(join(root, 'nested', 'c-0'), [[seg(5)], [seg(6)]]);
   symlinkSync(join(tmp, 'scan', 'outside'), join(root, 'link-out'));
   symlinkSync(outside, join(root, 'x-0'));
 
-  it('finds ready segments, skipping -delete/-future dirs and never following symlinks', async () => {
+  it('finds ready segments, skipping -delete/-future/-stray dirs, the metadata log, backups, and never following symlinks', async () => {
     const r = await scanRoots([root], live, { now: NOW });
     expect(r.roots).toEqual([root]);
     expect(r.partitions).toBe(3);

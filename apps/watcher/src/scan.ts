@@ -1,12 +1,15 @@
 import type { Dirent } from 'node:fs';
 import { readdir, realpath, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { Config } from '@seglift/config';
+import {
+  BACKUP_DIR_MARKER,
+  isKafkaInternalDir,
+  notAPartitionLog,
+  SEGMENT_NAME_RE as SEGMENT_LOG_RE,
+} from '@seglift/segment';
 
-/** Kafka segment files: the base offset zero-padded to 20 digits (ref §6.1). Never `.swap` etc. */
-export const SEGMENT_LOG_RE = /^\d{20}\.log$/;
-/** Kafka's directories being deleted or moved between log dirs (`<tp>.<id>-delete`, `-future`). */
-export const SKIPPED_DIR_RE = /-(delete|future)$/;
+export { isKafkaInternalDir, SEGMENT_LOG_RE };
 
 export interface ReadySegment {
   /** Real path of the .log file. */
@@ -40,7 +43,9 @@ export async function evaluatePartition(
   // Zero-padded names sort like their base offsets.
   const logs = names.filter((n) => SEGMENT_LOG_RE.test(n)).sort();
   const verdict: PartitionVerdict = { ready: [], notReady: 0 };
-  if (logs.length === 0) return verdict;
+  // Only directories Kafka loads as partition logs (never the KRaft metadata log), never backups.
+  if (logs.length === 0 || notAPartitionLog(basename(dir)) || names.includes(BACKUP_DIR_MARKER))
+    return verdict;
   const newest = logs[logs.length - 1];
   const candidates = readiness.requireRolled ? logs.slice(0, -1) : logs;
   if (readiness.requireRolled) verdict.notReady++;
@@ -87,7 +92,7 @@ export interface ScanResult {
 /**
  * Finds ready segments under the roots with plain readdir (no watchers: cheap on 10,000
  * partition directories). Symlinks are not followed, so nothing outside the (real) roots is
- * reached; `-delete`/`-future` and hidden directories are skipped.
+ * reached; Kafka's own directories (isKafkaInternalDir) and seglift's backups are skipped.
  */
 export async function scanRoots(
   roots: readonly string[],
@@ -137,19 +142,15 @@ export async function scanRoots(
         if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES') return;
         throw err;
       }
+      if (entries.some((e) => e.name === BACKUP_DIR_MARKER)) return;
       const files: string[] = [];
       for (const e of entries) {
         if (e.isFile()) files.push(e.name);
-        else if (
-          e.isDirectory() &&
-          depth < maxDepth &&
-          !e.name.startsWith('.') &&
-          !SKIPPED_DIR_RE.test(e.name)
-        ) {
+        else if (e.isDirectory() && depth < maxDepth && !isKafkaInternalDir(e.name)) {
           pending.push({ dir: join(dir, e.name), depth: depth + 1 });
         }
       }
-      if (files.some((n) => SEGMENT_LOG_RE.test(n))) {
+      if (files.some((n) => SEGMENT_LOG_RE.test(n)) && !notAPartitionLog(basename(dir))) {
         result.partitions++;
         const v = await evaluatePartition(dir, files, readiness, now);
         result.ready.push(...v.ready);

@@ -6,7 +6,7 @@ import type { Queue } from 'bullmq';
 import { watch } from 'chokidar';
 import type { Redis } from 'ioredis';
 import { enqueueSegments } from './queue.js';
-import { evaluatePartition, SEGMENT_LOG_RE, SKIPPED_DIR_RE, scanRoots } from './scan.js';
+import { evaluatePartition, isKafkaInternalDir, SEGMENT_LOG_RE, scanRoots } from './scan.js';
 
 export interface WatchOptions {
   config: Config;
@@ -81,7 +81,7 @@ export function startWatching(options: WatchOptions): WatchHandle {
     depth: options.maxDepth ?? 4,
     ignored: (path, stats) => {
       const name = basename(path);
-      if (SKIPPED_DIR_RE.test(name)) return true;
+      if (stats?.isDirectory() && isKafkaInternalDir(name)) return true;
       return stats?.isFile() === true && !SEGMENT_LOG_RE.test(name);
     },
   });

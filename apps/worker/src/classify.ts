@@ -15,6 +15,10 @@ export const PERMANENT_CODES: ReadonlySet<string> = new Set([
   'VERIFY_MISMATCH',
   'PATH_OUTSIDE_ROOTS',
   'INVALID_ARGUMENT',
+  'NOT_A_SEGMENT',
+  // An operator must act (run as the broker's user; start the broker once to finish its swap).
+  'OWNERSHIP',
+  'KAFKA_LEFTOVERS',
 ]);
 
 /** Node errno codes worth retrying (busy files, full disks being cleaned, fd exhaustion, flaky I/O). */

@@ -28,7 +28,7 @@ import {
   writeAll,
   writeWholeFile,
 } from './fsops.js';
-import { assertNoKafkaLeftovers, preparePartitionForSwap, recoverLeftovers } from './leftovers.js';
+import { preparePartitionForConversion, preparePartitionForSwap, recoverLeftovers } from './leftovers.js';
 import { acquirePartitionLock, acquireSegmentLock, type FileLock } from './lock.js';
 import { INDEX_SUFFIX, parseSegmentName, type SegmentFiles, TIMEINDEX_SUFFIX } from './names.js';
 import { applyOwnership, assertCanKeepOwnership, type Ownership, ownershipOf } from './ownership.js';
@@ -236,25 +236,24 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     const codec = codecIdOf(options.codec);
     const { files: src, size } = await requireSegment(logPath);
     report.bytesIn = size;
-    // Owner, group and mode of the files a broker opens read-write: the new files get them.
-    const logOwner = await ownershipOf(src.log);
-    const indexOwner = {
-      [INDEX_SUFFIX]: (await exists(src.index)) ? await ownershipOf(src.index) : logOwner,
-      [TIMEINDEX_SUFFIX]: (await exists(src.timeindex)) ? await ownershipOf(src.timeindex) : logOwner,
-    };
     if (options.inPlace) {
-      for (const o of [logOwner, ...Object.values(indexOwner)]) assertCanKeepOwnership(o, src.log);
+      // Refused before anything is written when the new files could not get the original's owner.
+      assertCanKeepOwnership(await ownershipOf(src.log), src.log);
       if (options.backupDir) await assertBackupDirOutside(options.backupDir, [src.dir]);
       if (options.lock !== false) lock = await acquireSegmentLock(src.log);
-      await recoverLeftovers(src.dir, {
-        baseOffset: src.baseOffset,
-        ownLockToken: lock?.token,
-        signal: options.signal,
-      });
-      // A broker completing Kafka's own unfinished swap deletes segment files by offset range:
-      // never rewrite beside one (checked again under the partition lock before the swap).
-      await assertNoKafkaLeftovers(src.dir);
+      // Leftovers of a crash completed; and a broker completing Kafka's own unfinished swap
+      // deletes segment files by offset range: never rewrite beside one (checked again under the
+      // partition lock right before the swap).
+      await preparePartitionForConversion(src, lock?.token, options.signal);
     }
+    // Owner, group and mode of the files a broker opens read-write: the new files get them. Read
+    // under the segment lock (another run may have been swapping this segment until now).
+    const logOwner = await ownershipOf(src.log);
+    const indexOwner = {
+      [INDEX_SUFFIX]: (await ownershipOf(src.index).catch(() => undefined)) ?? logOwner,
+      [TIMEINDEX_SUFFIX]: (await ownershipOf(src.timeindex).catch(() => undefined)) ?? logOwner,
+    };
+    if (options.inPlace) for (const o of Object.values(indexOwner)) assertCanKeepOwnership(o, src.log);
     // recoverLeftovers may have completed an earlier swap of this very segment.
     const before = await stat(src.log);
     const mtimeMs = before.mtimeMs;

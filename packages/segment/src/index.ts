@@ -55,10 +55,12 @@ export {
 export {
   BACKUP_DIR_MARKER,
   formatBaseOffset,
+  isKafkaInternalDir,
   METADATA_TOPIC,
   notAPartitionLog,
   parsePartitionDirName,
   parseSegmentName,
+  SEGMENT_NAME_RE,
   SegmentFiles,
 } from './names.js';
 export {

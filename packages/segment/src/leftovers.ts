@@ -192,13 +192,26 @@ export async function preparePartitionForSwap(seg: SegmentFiles, ownLockToken?: 
   }
 }
 
-/** The same check without the lock, to fail fast before converting. */
-export async function assertNoKafkaLeftovers(partitionDir: string): Promise<void> {
-  const { cleaned, foreignSwaps } = await kafkaLeftovers(partitionDir);
-  if (cleaned.length > 0 || foreignSwaps.length > 0) {
-    throw new KafkaLeftoversError(
-      `partition holds files of an interrupted Kafka operation (${[...cleaned, ...foreignSwaps].join(', ')}); start the broker once and stop it cleanly to let it finish them, then run seglift again`,
-      { file: partitionDir },
-    );
+/**
+ * Before converting in place, under the partition lock: completes what earlier crashes left in
+ * the partition (this segment's too) and refuses, before any work, a partition a broker would
+ * still have to complete. Without the lock, another run's swap in progress would look foreign.
+ */
+export async function preparePartitionForConversion(
+  seg: SegmentFiles,
+  ownLockToken: string | undefined,
+  signal?: AbortSignal,
+): Promise<void> {
+  const lock = await acquirePartitionLock(seg.dir, { signal });
+  try {
+    const report = await recoverUnderLock(seg.dir, { ownLockToken });
+    if (report.cleaned.length > 0 || report.foreignSwaps.length > 0) {
+      throw new KafkaLeftoversError(
+        `partition holds files of an interrupted Kafka operation (${[...report.cleaned, ...report.foreignSwaps].join(', ')}); start the broker once and stop it cleanly to let it finish them, then run seglift again`,
+        { file: seg.dir },
+      );
+    }
+  } finally {
+    await lock.release();
   }
 }

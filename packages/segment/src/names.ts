@@ -78,6 +78,17 @@ export function parsePartitionDirName(name: string): TopicPartitionName | undefi
   return { topic, partition: Number(p) };
 }
 
+/**
+ * Directories of a log dir that are Kafka's own and never hold a partition to convert, at any
+ * depth: hidden ones, partitions being deleted/moved/found stray, the KRaft metadata log,
+ * tiered storage's cache. Walkers never descend into them.
+ */
+export function isKafkaInternalDir(name: string): boolean {
+  if (name.startsWith('.') || name === REMOTE_INDEX_CACHE_DIR) return true;
+  if (TEMPORARY_DIR_SUFFIXES.some((s) => name.endsWith(s))) return true;
+  return parsePartitionDirName(name)?.topic === METADATA_TOPIC;
+}
+
 /** Why Kafka never loads this directory as a partition log, or undefined when it does. */
 export function notAPartitionLog(name: string): string | undefined {
   if (TEMPORARY_DIR_SUFFIXES.some((s) => name.endsWith(s)))

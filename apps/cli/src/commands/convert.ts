@@ -152,7 +152,10 @@ export async function convert(
     if (report.result === 'failed') bar.failed++;
     bar.update(true);
     reports.push(report);
-    if (json) ctx.out.line(toJsonLine({ type: 'segment', ...report }));
+    if (json) {
+      ctx.out.line(toJsonLine({ type: 'segment', ...report }));
+      void ctx.out.flush();
+    }
   }
   bar.done();
   const summary = summarize(reports, performance.now() - started);

@@ -1,4 +1,5 @@
-import { readFileSync, statSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { CompressionType } from '@seglift/format';
 import { describe, expect, it } from 'vitest';
@@ -98,4 +99,78 @@ describe('seglift migrate', () => {
     expect((await run(['migrate', dir, '--codec', 'zstd', '--concurrency', '0'])).code).toBe(2);
     expect((await run(['migrate', tmpDir(), '--codec', 'zstd'])).code).toBe(2);
   });
+});
+
+describe('seglift migrate, interrupted', () => {
+  const cli = path.resolve(import.meta.dirname, '../../dist/main.js');
+  /** 24 partitions, each with a closed ~1 MiB segment of v0 messages and an active one. */
+  function bigDir(): string {
+    const dir = tmpDir();
+    const closed = Buffer.concat(legacy(0, 4000));
+    for (let i = 0; i < 24; i++) {
+      const p = path.join(dir, `big-${i}`);
+      writeSegment(p, 0n, [closed]);
+      writeSegment(p, 4000n, legacy(4000, 2));
+    }
+    return dir;
+  }
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    it.skipIf(!existsSync(cli))(
+      `${signal} stops handing out segments: the rest are not started, exit ${signal === 'SIGINT' ? 130 : 143}, no temp files, a rerun resumes`,
+      async () => {
+        const dir = bigDir();
+        const child = spawn(process.execPath, [
+          cli,
+          'migrate',
+          dir,
+          '--codec',
+          'zstd',
+          '--concurrency',
+          '1',
+          '--json',
+        ]);
+        let out = '';
+        let err = '';
+        let sent = false;
+        child.stderr.on('data', (b: Buffer) => {
+          err += b.toString();
+        });
+        child.stdout.on('data', (b: Buffer) => {
+          out += b.toString();
+          if (!sent && /"result":"converted"/.test(out)) {
+            sent = true;
+            child.kill(signal);
+          }
+        });
+        const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+        expect(code).toBe(signal === 'SIGINT' ? 130 : 143);
+        const summary = lines(out)
+          .map((l) => JSON.parse(l))
+          .at(-1);
+        expect(summary).toMatchObject({ type: 'summary', interrupted: true, failed: 0 });
+        expect(summary.notStarted).toBeGreaterThan(0);
+        expect(summary.converted + summary.notStarted).toBe(24);
+        expect(lines(err).at(-1)).toBe(
+          `${signal === 'SIGINT' ? 'interrupted' : 'terminated'}: ${summary.converted} converted, ${summary.notStarted} left as they were; run the same command again to resume`,
+        );
+        expect(err).not.toMatch(/error/);
+        const leftovers = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((n) =>
+          /seglift|\.swap$/.test(n),
+        );
+        expect(leftovers).toEqual([]);
+        const again = await run(['migrate', dir, '--codec', 'zstd', '--json']);
+        expect(again.code).toBe(0);
+        expect(
+          lines(again.stdout)
+            .map((l) => JSON.parse(l))
+            .at(-1),
+        ).toMatchObject({
+          converted: summary.notStarted,
+          skipped: 24 + summary.converted,
+          failed: 0,
+        });
+      },
+      60_000,
+    );
+  }
 });

@@ -154,7 +154,11 @@ export async function migrateDirs(
       },
       onSegment: (r) => {
         if (r.result === 'failed') bar.failed++;
-        if (options.json) ctx.out.line(toJsonLine({ type: 'segment', ...r }));
+        // NDJSON consumers follow a long run as it goes: each report is written at once.
+        if (options.json) {
+          ctx.out.line(toJsonLine({ type: 'segment', ...r }));
+          void ctx.out.flush();
+        }
       },
     });
   } finally {
