@@ -11,20 +11,14 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { doneMarkerKey, loadConfig, segmentJobId } from '@seglift/config';
+import { needs } from '@seglift/testkit';
 import { type Job, Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  hasRedisServer,
-  NO_REDIS_MESSAGE,
-  startRedis,
-  type TestRedis,
-} from '../../../config/src/test-support/redis.js';
+import { redisServer, startRedis, type TestRedis } from '../../../config/src/test-support/redis.js';
 import { runOnce } from './once.js';
 import { createRedis, enqueueSegments, openQueue } from './queue.js';
 import { scanRoots } from './scan.js';
 import { startWatching } from './watch.js';
-
-if (!hasRedisServer) console.warn(NO_REDIS_MESSAGE);
 
 const seg = (n: number) => `${String(n).padStart(20, '0')}.log`;
 
@@ -39,7 +33,7 @@ describe('segmentJobId', () => {
   });
 });
 
-describe.skipIf(!hasRedisServer)('watcher with a real Redis', () => {
+needs(redisServer).describe('watcher with a real Redis', () => {
   let redis: TestRedis;
   const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'seglift-watcher-')));
   let n = 0;

@@ -4,19 +4,13 @@ import { join } from 'node:path';
 import { type Config, doneMarkerKey, loadConfig, SEGMENT_JOB_NAME, segmentJobId } from '@seglift/config';
 import { CorruptRecordError } from '@seglift/format';
 import { createLogger, createMetrics, metricsSnapshot } from '@seglift/observability';
+import { needs } from '@seglift/testkit';
 import { type Job, Queue, QueueEvents } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  hasRedisServer,
-  NO_REDIS_MESSAGE,
-  startRedis,
-  type TestRedis,
-} from '../../../config/src/test-support/redis.js';
+import { redisServer, startRedis, type TestRedis } from '../../../config/src/test-support/redis.js';
 import { classifyError, toJobError } from './classify.js';
 import type { ConvertFn, ConvertOptions } from './types.js';
 import { createRedis, startWorker, type WorkerHandle } from './worker.js';
-
-if (!hasRedisServer) console.warn(NO_REDIS_MESSAGE);
 
 const seg = (n: number) => `${String(n).padStart(20, '0')}.log`;
 
@@ -47,7 +41,7 @@ describe('classifyError', () => {
   });
 });
 
-describe.skipIf(!hasRedisServer)('worker with a real Redis', () => {
+needs(redisServer).describe('worker with a real Redis', () => {
   let redis: TestRedis;
   const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'seglift-worker-')));
   const root = join(tmp, 'root');

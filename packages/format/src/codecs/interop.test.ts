@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { kafkaPython, kafkaPythonPath, needs } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
 import { compress, decompress } from './index.js';
 import { pythonPayload, randomBytes, semiCompressible } from './test-support/data.js';
@@ -55,17 +56,6 @@ describe('xxh32 against python3-xxhash', () => {
   });
 });
 
-function findKafkaPython(): string | undefined {
-  for (const exe of ['/usr/bin/python3', 'python3']) {
-    const r = spawnSync(exe, ['-c', 'import kafka.codec, snappy, lz4.frame, zstandard, xxhash'], {
-      stdio: 'ignore',
-    });
-    if (r.status === 0) return exe;
-  }
-  return undefined;
-}
-const python = findKafkaPython();
-
 // Reads [[fn, hex], ...] as JSON on stdin, prints the decoded payloads as a JSON list of hex.
 const DECODER = `
 import sys, json
@@ -76,7 +66,7 @@ print(json.dumps([fns[f](bytes.fromhex(h)).hex() for f, h in json.loads(sys.stdi
 `;
 
 describe('kafka-python decodes our output', () => {
-  it.skipIf(python === undefined)('gzip, snappy, lz4 (magic 0 and 2), zstd (python3-kafka present)', () => {
+  needs(kafkaPython).it('gzip, snappy, lz4 (magic 0 and 2), zstd', () => {
     const payloads = [
       pythonPayload('small'),
       pythonPayload('big'),
@@ -101,7 +91,10 @@ describe('kafka-python decodes our output', () => {
       c.fn,
       Buffer.from(compress(c.codec, c.data, { magic: c.magic, level: c.level })).toString('hex'),
     ]);
-    const r = spawnSync(python!, ['-c', DECODER], { input: JSON.stringify(input), maxBuffer: 1 << 28 });
+    const r = spawnSync(kafkaPythonPath(), ['-c', DECODER], {
+      input: JSON.stringify(input),
+      maxBuffer: 1 << 28,
+    });
     expect(r.stderr.toString()).toBe('');
     expect(r.status).toBe(0);
     const decoded = JSON.parse(r.stdout.toString()) as string[];
