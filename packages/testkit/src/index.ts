@@ -237,5 +237,6 @@ export function fuzzHarness(options: FuzzHarnessOptions): FuzzHarness {
   };
 }
 
+export * from './codecs.js';
 export * from './requirements.js';
 export * from './requires.js';
