@@ -185,14 +185,26 @@ needs(redisServer).describe('watcher with a real Redis', () => {
     expect(await queue.count()).toBe(1);
     await h.close();
 
-    const arch = setup({ 'readiness.requireRolled': false, 'readiness.quietMs': 400 });
+    // An archive segment is queued once quiet. Its mtime an hour ahead, it is quiet at no
+    // evaluation of this test, however slow the machine; set an hour back, the evaluation that
+    // the change causes queues it. (No window of a few hundred ms to hit.)
+    const arch = setup({ 'readiness.requireRolled': false, 'readiness.quietMs': 60_000 });
+    const old = join(arch.root, 'old-0', seg(0));
     files(join(arch.root, 'old-0'), [seg(0)]);
-    const t = Date.now() / 1000;
-    utimesSync(join(arch.root, 'old-0', seg(0)), t, t);
-    const h2 = startWatching({ config: arch.config, queue: arch.queue, redis: arch.conn, debounceMs: 20 });
+    utimesSync(old, Date.now() / 1000 + 3600, Date.now() / 1000 + 3600);
+    const archEvaluated: number[] = [];
+    const h2 = startWatching({
+      config: arch.config,
+      queue: arch.queue,
+      redis: arch.conn,
+      debounceMs: 20,
+      onEvaluated: (_d, q) => archEvaluated.push(q),
+    });
     await h2.ready;
-    await new Promise((r) => setTimeout(r, 150));
+    await until(() => archEvaluated.length >= 1);
+    expect(archEvaluated.every((q) => q === 0)).toBe(true);
     expect(await arch.queue.count()).toBe(0);
+    utimesSync(old, Date.now() / 1000 - 3600, Date.now() / 1000 - 3600);
     await until(async () => (await arch.queue.count()) === 1);
     await h2.close();
 
