@@ -107,9 +107,3 @@ export const kafkajsFixtures = files(
   "kafkajs's captured protocol fixtures are vectors written by another implementation",
   [KAFKAJS_FIXTURES],
 );
-
-export const root = requirement(
-  'root',
-  'real ENOSPC/EROFS need a tmpfs mounted by the test, and real EACCES needs running as another user',
-  () => (process.getuid?.() === 0 ? undefined : `running as uid ${process.getuid?.()}`),
-);
