@@ -106,19 +106,11 @@ export function built(...paths: string[]): Requirement {
   return files('built dist/', 'these tests run the compiled programs: run `pnpm build` first', paths);
 }
 
-export type SkipSink = (line: string) => void;
 // Under scripts/test.mjs the closing summary lists every skip with its reason instead.
-let sink: SkipSink = (line) => {
+const sink = (line: string) => {
   if (!process.env.SEGLIFT_SKIP_SUMMARY) console.warn(line);
 };
 const printed = new Set<string>();
-
-/** Where the once-per-file reason line goes (tests of this module capture it). */
-export function setSkipSink(s: SkipSink): SkipSink {
-  const old = sink;
-  sink = s;
-  return old;
-}
 
 function unmet(reqs: readonly Requirement[]): Requirement[] {
   return reqs.filter((r) => !r.present);
@@ -194,20 +186,6 @@ export function needs(...reqs: Requirement[]): Gate {
       ctx.skip(ctx.task.meta.skipReason);
     },
   };
-}
-
-/**
- * A test that cannot check its property for a reason found at run time (not a missing tool):
- * fails under CI, skips with the reason otherwise. Never returns when it does not fail.
- */
-export function cannotCheck(ctx: TestContext, reason: string): never {
-  if (IN_CI) throw new Error(`CI: this test cannot check its property: ${reason}`);
-  ctx.task.meta.skipReason = reason;
-  if (!printed.has(reason)) {
-    printed.add(reason);
-    sink(`skipped: ${reason}`);
-  }
-  return ctx.skip(reason);
 }
 
 /**
