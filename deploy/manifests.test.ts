@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, posix, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { validateConfig } from '@seglift/config';
+import { kubectl, needs } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 
@@ -362,16 +363,7 @@ describe('overlay archive-bucket', () => {
     expect(find(patches, 'Job', 'seglift-worker').spec.parallelism).toBe(8);
   });
 
-  const kubectl = (() => {
-    try {
-      execFileSync('kubectl', ['version', '--client'], { stdio: 'ignore' });
-      return true;
-    } catch {
-      return false;
-    }
-  })();
-
-  it.skipIf(!kubectl)(
+  needs(kubectl).it(
     'renders with kubectl kustomize: 8 workers, no affinity, archive volume, base security kept',
     () => {
       const out = execFileSync('kubectl', ['kustomize', overlayDir], { encoding: 'utf8' });
@@ -407,7 +399,7 @@ describe('overlay archive-bucket', () => {
     },
   );
 
-  it.skipIf(!kubectl)('base renders with kubectl kustomize into the seglift namespace', () => {
+  needs(kubectl).it('base renders with kubectl kustomize into the seglift namespace', () => {
     const out = execFileSync('kubectl', ['kustomize', baseDir], { encoding: 'utf8' });
     const docs = parseAllDocuments(out).map((d) => d.toJS() as Obj);
     expect(docs.map((d) => `${d.kind}/${d.metadata.name}`).sort()).toEqual([

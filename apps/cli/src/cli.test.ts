@@ -1,7 +1,8 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { built, needs } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS } from './cli.js';
 import { lines, run } from './test-support/run.js';
@@ -48,7 +49,7 @@ describe('seglift (in-process)', () => {
 });
 
 // These run the built binary (pnpm build first); skipped when dist/ is missing.
-describe.skipIf(!existsSync(mainJs))('seglift (spawned dist/main.js)', () => {
+needs(built(mainJs)).describe('seglift (spawned dist/main.js)', () => {
   it('prints its version and exits 0', () => {
     expect(execFileSync(process.execPath, [mainJs, '--version'], { encoding: 'utf8' })).toBe(`${version}\n`);
   });

@@ -1,23 +1,17 @@
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { built, needs } from '@seglift/testkit';
 import { UnrecoverableError, Worker } from 'bullmq';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { spawnNode } from '../../../config/src/test-support/process.js';
-import {
-  freePort,
-  hasRedisServer,
-  NO_REDIS_MESSAGE,
-  startRedis,
-  type TestRedis,
-} from '../../../config/src/test-support/redis.js';
+import { freePort, redisServer, startRedis, type TestRedis } from '../../../config/src/test-support/redis.js';
 import { createRedis } from './queue.js';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
 const WATCHER = join(repoRoot, 'apps/watcher/dist/main.js');
-const built = existsSync(WATCHER);
-if (!hasRedisServer) console.warn(NO_REDIS_MESSAGE);
+const dist = built(WATCHER);
 
 const seg = (n: number) => `${String(n).padStart(20, '0')}.log`;
 
@@ -26,7 +20,7 @@ function run(args: string[], env: Record<string, string>) {
   return { ...p, exited: p.exited.then((e) => e.code) };
 }
 
-describe.skipIf(!built)('seglift-watcher exit codes without Redis', () => {
+needs(dist).describe('seglift-watcher exit codes without Redis', () => {
   const env = { SEGLIFT_ROOTS: '/tmp', SEGLIFT_METRICS_PORT: '0' };
 
   it('2 on a usage or configuration error, 0 for --help', async () => {
@@ -50,7 +44,7 @@ describe.skipIf(!built)('seglift-watcher exit codes without Redis', () => {
   });
 });
 
-describe.skipIf(!hasRedisServer || !built)('seglift-watcher --once --wait exit codes on a real Redis', () => {
+needs(redisServer, dist).describe('seglift-watcher --once --wait exit codes on a real Redis', () => {
   let redis: TestRedis;
   const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'seglift-watcher-main-')));
   let n = 0;

@@ -4,26 +4,21 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { verifySegment } from '@seglift/segment';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { built, needs } from '@seglift/testkit';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { spawnNode } from '../../../config/src/test-support/process.js';
-import {
-  hasRedisServer,
-  NO_REDIS_MESSAGE,
-  startRedis,
-  type TestRedis,
-} from '../../../config/src/test-support/redis.js';
+import { redisServer, startRedis, type TestRedis } from '../../../config/src/test-support/redis.js';
 import { type GeneratedSegment, generateLogDir, segmentDigest } from './test-support/segments.js';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
 const WORKER = join(repoRoot, 'apps/worker/dist/main.js');
 const WATCHER = join(repoRoot, 'apps/watcher/dist/main.js');
-const built = [WORKER, WATCHER, join(repoRoot, 'packages/segment/dist/index.js')].every(existsSync);
-if (!hasRedisServer) console.warn(NO_REDIS_MESSAGE);
+const dist = built(WORKER, WATCHER, join(repoRoot, 'packages/segment/dist/index.js'));
 
 interface Proc {
   child: ChildProcess;
@@ -54,13 +49,12 @@ async function until(cond: () => boolean, timeoutMs: number, what: string): Prom
   }
 }
 
-describe.skipIf(!hasRedisServer)('distributed mode end to end', () => {
+needs(redisServer, dist).describe('distributed mode end to end', () => {
   let redis: TestRedis;
   const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'seglift-e2e-')));
   const procs: Proc[] = [];
 
   beforeAll(async () => {
-    if (!built) throw new Error('dist missing: run `pnpm build` before the end-to-end tests');
     redis = await startRedis();
   });
   afterAll(async () => {

@@ -3,21 +3,16 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SEGMENT_JOB_NAME } from '@seglift/config';
+import { built, needs } from '@seglift/testkit';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnNode } from '../../../config/src/test-support/process.js';
-import {
-  freePort,
-  hasRedisServer,
-  NO_REDIS_MESSAGE,
-  startRedis,
-  type TestRedis,
-} from '../../../config/src/test-support/redis.js';
+import { freePort, redisServer, startRedis, type TestRedis } from '../../../config/src/test-support/redis.js';
 import { createRedis } from './worker.js';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
 const WORKER = join(repoRoot, 'apps/worker/dist/main.js');
-if (!hasRedisServer) console.warn(NO_REDIS_MESSAGE);
+const dist = built(WORKER);
 
 const run = (args: string[], env: Record<string, string>) => spawnNode(WORKER, args, env);
 
@@ -30,7 +25,7 @@ async function until(cond: () => boolean, timeoutMs: number, what: string): Prom
 }
 
 describe('seglift-worker exit codes without Redis', () => {
-  it.skipIf(!existsSync(WORKER))('2 on a usage or configuration error, 0 for --help', async () => {
+  needs(dist).it('2 on a usage or configuration error, 0 for --help', async () => {
     const env = { SEGLIFT_ROOTS: '/tmp', SEGLIFT_METRICS_PORT: '0' };
     expect((await run(['--bogus'], env).exited).code).toBe(2);
     expect((await run(['--idle-ms', 'soon', '--exit-when-drained'], env).exited).code).toBe(2);
@@ -42,7 +37,7 @@ describe('seglift-worker exit codes without Redis', () => {
     expect(help.output()).toContain('--exit-when-drained');
   });
 
-  it.skipIf(!existsSync(WORKER))('3 when Redis does not answer within --redis-timeout-ms', async () => {
+  needs(dist).it('3 when Redis does not answer within --redis-timeout-ms', async () => {
     const port = await freePort(); // nothing listens there
     const p = run(['--redis-timeout-ms', '300', '--exit-when-drained'], {
       SEGLIFT_ROOTS: '/tmp',
@@ -54,7 +49,7 @@ describe('seglift-worker exit codes without Redis', () => {
   });
 });
 
-describe.skipIf(!hasRedisServer)('seglift-worker exit codes on a real Redis', () => {
+needs(redisServer, dist).describe('seglift-worker exit codes on a real Redis', () => {
   let redis: TestRedis;
   const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'seglift-worker-main-')));
   const procs: Proc[] = [];

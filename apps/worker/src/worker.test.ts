@@ -4,19 +4,13 @@ import { join } from 'node:path';
 import { type Config, doneMarkerKey, loadConfig, SEGMENT_JOB_NAME, segmentJobId } from '@seglift/config';
 import { CorruptRecordError } from '@seglift/format';
 import { createLogger, createMetrics, metricsSnapshot } from '@seglift/observability';
+import { needs } from '@seglift/testkit';
 import { type Job, Queue, QueueEvents } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  hasRedisServer,
-  NO_REDIS_MESSAGE,
-  startRedis,
-  type TestRedis,
-} from '../../../config/src/test-support/redis.js';
+import { redisServer, startRedis, type TestRedis } from '../../../config/src/test-support/redis.js';
 import { classifyError, toJobError } from './classify.js';
 import type { ConvertFn, ConvertOptions } from './types.js';
 import { createRedis, startWorker, type WorkerHandle } from './worker.js';
-
-if (!hasRedisServer) console.warn(NO_REDIS_MESSAGE);
 
 const seg = (n: number) => `${String(n).padStart(20, '0')}.log`;
 
@@ -47,7 +41,7 @@ describe('classifyError', () => {
   });
 });
 
-describe.skipIf(!hasRedisServer)('worker with a real Redis', () => {
+needs(redisServer).describe('worker with a real Redis', () => {
   let redis: TestRedis;
   const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'seglift-worker-')));
   const root = join(tmp, 'root');
@@ -273,15 +267,27 @@ describe.skipIf(!hasRedisServer)('worker with a real Redis', () => {
   it('on shutdown lets a conversion finish within the grace period, aborts and requeues after it', async () => {
     const { config, dir, conn, queue, events } = setup([seg(0), seg(10), seg(20)]);
     const seen: string[] = [];
+    // Order of what happens, and when the abort came: the signals, instead of elapsed times.
+    const order: string[] = [];
+    let abortedAt = 0;
+    let release!: () => void;
+    const released = new Promise<void>((r) => {
+      release = r;
+    });
     const slow: ConvertFn = (p, o) =>
       new Promise((resolve, reject) => {
         seen.push(p);
-        const t = setTimeout(
-          () => resolve({ path: p, result: 'converted', bytesIn: 1, bytesOut: 1 }),
-          p === join(dir, seg(0)) ? 300 : 60_000,
-        );
+        if (p === join(dir, seg(0))) {
+          // Finishes when the test says so: during the grace period.
+          released.then(() => {
+            order.push('quick finished');
+            resolve({ path: p, result: 'converted', bytesIn: 1, bytesOut: 1 });
+          });
+          return;
+        }
         o.signal?.addEventListener('abort', () => {
-          clearTimeout(t);
+          abortedAt = performance.now();
+          order.push('long aborted');
           reject(Object.assign(new Error('aborted'), { name: 'AbortError' }));
         });
       });
@@ -293,10 +299,15 @@ describe.skipIf(!hasRedisServer)('worker with a real Redis', () => {
     for (const f of [seg(0), seg(10)]) writeFileSync(join(dir2, f), 'x');
     const long = await add(queue, config, { path: join(dir2, seg(0)), size: 1, mtimeMs: 1 });
     while (seen.length < 2) await new Promise((r) => setTimeout(r, 20));
-    const t0 = Date.now();
-    await w.shutdown(1000);
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
-    expect(Date.now() - t0).toBeLessThan(5000);
+    const graceMs = 1000;
+    const t0 = performance.now();
+    const stopped = w.shutdown(graceMs).then(() => order.push('shut down'));
+    order.push('release quick');
+    release();
+    await stopped;
+    expect(order).toEqual(['release quick', 'quick finished', 'long aborted', 'shut down']);
+    // Not before the grace period was over (a timer never fires early; 1 ms of rounding).
+    expect(abortedAt - t0).toBeGreaterThanOrEqual(graceMs - 1);
     expect(await quick.getState()).toBe('completed');
     // Requeued without using an attempt; another worker finishes it.
     expect(['delayed', 'waiting', 'wait']).toContain(await queue.getJobState(long.id!));

@@ -1,13 +1,12 @@
 /**
  * Test helper: a throwaway redis-server on a free loopback port, no persistence. Tests that need
- * it use `describe.skipIf(!hasRedisServer)` and print why when it is missing (CI installs it).
+ * it are gated with `needs(redisServer)` from @seglift/testkit (a failure under CI when missing).
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createConnection, createServer } from 'node:net';
+import { describeUnmet, redisServer } from '@seglift/testkit';
 
-export const hasRedisServer: boolean =
-  spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
-export const NO_REDIS_MESSAGE = 'redis-server is not installed: skipping tests that need a real Redis';
+export { redisServer };
 
 export interface TestRedis {
   url: string;
@@ -32,7 +31,7 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startRedis(): Promise<TestRedis> {
-  if (!hasRedisServer) throw new Error(NO_REDIS_MESSAGE);
+  if (!redisServer.present) throw new Error(describeUnmet([redisServer]));
   const port = await freePort();
   let proc: ChildProcess | undefined = await launch(port);
   const stop = async (): Promise<void> => {

@@ -1,15 +1,13 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { KAFKAJS_FIXTURES, kafkajsFixtures, needs } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
 import { incrementSequence, logicalRecordsEqual, logicalRecordsOfBatch } from './logical.js';
 import { encodeRecordBatch, type RecordBatchFields } from './record-batch.js';
 import type { LogicalRecord, Record } from './types.js';
 
 const require = createRequire(import.meta.url);
-const here = path.dirname(fileURLToPath(import.meta.url));
-const kafkajsFixtures = path.resolve(here, '..', '..', '..', '..', 'shared', 'fixtures', 'kafkajs');
 const enc = (s: string) => new TextEncoder().encode(s);
 
 const fields = (over: Partial<RecordBatchFields> = {}): RecordBatchFields => ({
@@ -104,8 +102,8 @@ describe('logicalRecordsOfBatch', () => {
     expect([...logicalRecordsOfBatch(batch)][0]).toMatchObject({ isControl: true, isTransactional: true });
   });
 
-  const lat = path.join(kafkajsFixtures, 'recordBatch__v0_recordbatch.json');
-  it.skipIf(!existsSync(lat))(
+  const lat = path.join(KAFKAJS_FIXTURES, 'recordBatch__v0_recordbatch.json');
+  needs(kafkajsFixtures).it(
     'kafkajs gzip LogAppendTime fixture: offsets and timestamps agree with kafkajs',
     async () => {
       const batch = Uint8Array.from((JSON.parse(readFileSync(lat, 'utf8')) as { data: number[] }).data);

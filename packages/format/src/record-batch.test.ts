@@ -1,8 +1,16 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import {
+  KAFKAJS_FIXTURES,
+  kafkajsFixtures,
+  kafkaPython,
+  kafkaPythonPath,
+  needs,
+  realFixtures,
+  realSegmentLogs,
+} from '@seglift/testkit';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ByteWriter } from './bytes.js';
@@ -47,11 +55,6 @@ import {
 import { CompressionType, type Record } from './types.js';
 
 const require = createRequire(import.meta.url);
-const here = path.dirname(fileURLToPath(import.meta.url));
-const repoRoot = path.resolve(here, '..', '..', '..');
-const shared = path.resolve(repoRoot, '..', 'shared');
-const kafkajsFixtures = path.join(shared, 'fixtures', 'kafkajs');
-const realFixtures = path.join(shared, 'fixtures', 'real');
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 const enc = (s: string) => new TextEncoder().encode(s);
@@ -896,11 +899,11 @@ describe('kafkajs interop', () => {
     );
   });
 
-  const fixture = (name: string) => path.join(kafkajsFixtures, name);
+  const fixture = (name: string) => path.join(KAFKAJS_FIXTURES, name);
   const loadFixture = (name: string) =>
     Uint8Array.from((JSON.parse(readFileSync(fixture(name), 'utf8')) as { data: number[] }).data);
 
-  it.skipIf(!existsSync(fixture('recordBatch_crc32C__crcPayload.json')))(
+  needs(kafkajsFixtures).it(
     'CRC-32C of the kafkajs crc payload agrees with kafkajs (needs ../shared/fixtures/kafkajs)',
     () => {
       const payload = loadFixture('recordBatch_crc32C__crcPayload.json');
@@ -909,29 +912,26 @@ describe('kafkajs interop', () => {
     },
   );
 
-  it.skipIf(!existsSync(fixture('recordBatch__v0_recordbatch.json')))(
-    'kafkajs gzip LogAppendTime batch fixture',
-    async () => {
-      const batch = loadFixture('recordBatch__v0_recordbatch.json');
-      checkRecordBatchCrc(batch);
-      const h = readRecordBatchHeader(batch);
-      expect(batchCompression(h)).toBe(1);
-      expect(batchTimestampType(h)).toBe('LogAppendTime');
-      const records = decodeRecords(batch);
-      const theirs = await kafkajsDecodeBatch(new KafkajsDecoder(Buffer.from(batch)));
-      expect(records.map((r) => [r.key && hex(r.key), r.value && hex(r.value)])).toEqual(
-        (theirs.records as KjsRecord[]).map((r) => [r.key && hex(r.key), r.value && hex(r.value)]),
-      );
-      // gzip -> zstd -> gzip keeps header and records
-      const z = recompressRecordBatch(batch, 4);
-      expect(decodeRecords(z)).toEqual(records);
-      expect({ ...recordBatchFields(readRecordBatchHeader(z)), attributes: h.attributes }).toEqual(
-        recordBatchFields(h),
-      );
-    },
-  );
+  needs(kafkajsFixtures).it('kafkajs gzip LogAppendTime batch fixture', async () => {
+    const batch = loadFixture('recordBatch__v0_recordbatch.json');
+    checkRecordBatchCrc(batch);
+    const h = readRecordBatchHeader(batch);
+    expect(batchCompression(h)).toBe(1);
+    expect(batchTimestampType(h)).toBe('LogAppendTime');
+    const records = decodeRecords(batch);
+    const theirs = await kafkajsDecodeBatch(new KafkajsDecoder(Buffer.from(batch)));
+    expect(records.map((r) => [r.key && hex(r.key), r.value && hex(r.value)])).toEqual(
+      (theirs.records as KjsRecord[]).map((r) => [r.key && hex(r.key), r.value && hex(r.value)]),
+    );
+    // gzip -> zstd -> gzip keeps header and records
+    const z = recompressRecordBatch(batch, 4);
+    expect(decodeRecords(z)).toEqual(records);
+    expect({ ...recordBatchFields(readRecordBatchHeader(z)), attributes: h.attributes }).toEqual(
+      recordBatchFields(h),
+    );
+  });
 
-  it.skipIf(!existsSync(fixture('recordBatch__v0_recordbatch_zstd.json')))(
+  needs(kafkajsFixtures).it(
     'kafkajs "zstd" fixture: attributes say none over a zstd frame; decoding refuses to guess',
     () => {
       const batch = loadFixture('recordBatch__v0_recordbatch_zstd.json');
@@ -1000,52 +1000,46 @@ describe('kafkajs interop', () => {
     'requests_fetch__v4_response_snappy.json': 1,
     'requests_fetch__v4_response_mixed_formats.json': 3,
   };
-  it.each(fetchFixtures)('Fetch v4 fixture %s: v2 batches check and decode like kafkajs', async (name) => {
-    if (!existsSync(fixture(name))) return;
-    const sets = fetchV4RecordSets(loadFixture(name));
-    let v2 = 0;
-    for (const set of sets) {
-      for (const entry of splitBatches(set)) {
-        if (entry.magic !== 2) continue;
-        v2++;
-        checkRecordBatchCrc(entry.bytes);
-        const records = decodeRecords(entry.bytes);
-        const h0 = readRecordBatchHeader(entry.bytes);
-        if (batchCompression(h0) === CompressionType.SNAPPY) {
-          // kafkajs has no snappy codec built in: check the one known record instead.
-          expect(
-            records.map((r) => [Buffer.from(r.key!).toString(), Buffer.from(r.value!).toString()]),
-          ).toEqual([['key-149', 'value-149-2019-02-04T15:13:48.187Z']]);
-          continue;
+  for (const name of fetchFixtures)
+    needs(kafkajsFixtures).it(
+      `Fetch v4 fixture ${name}: v2 batches check and decode like kafkajs`,
+      async () => {
+        const sets = fetchV4RecordSets(loadFixture(name));
+        let v2 = 0;
+        for (const set of sets) {
+          for (const entry of splitBatches(set)) {
+            if (entry.magic !== 2) continue;
+            v2++;
+            checkRecordBatchCrc(entry.bytes);
+            const records = decodeRecords(entry.bytes);
+            const h0 = readRecordBatchHeader(entry.bytes);
+            if (batchCompression(h0) === CompressionType.SNAPPY) {
+              // kafkajs has no snappy codec built in: check the one known record instead.
+              expect(
+                records.map((r) => [Buffer.from(r.key!).toString(), Buffer.from(r.value!).toString()]),
+              ).toEqual([['key-149', 'value-149-2019-02-04T15:13:48.187Z']]);
+              continue;
+            }
+            const theirs = await kafkajsDecodeBatch(new KafkajsDecoder(Buffer.from(entry.bytes)));
+            expect(records.map((r) => [r.key && hex(r.key), r.value && hex(r.value)])).toEqual(
+              (theirs.records as KjsRecord[]).map((r) => [r.key && hex(r.key), r.value && hex(r.value)]),
+            );
+            const h = readRecordBatchHeader(entry.bytes);
+            if (batchCompression(h) === 0) {
+              expect(hex(encodeRecordBatch(recordBatchFields(h), records, 0))).toBe(hex(entry.bytes));
+            } else {
+              expect(decodeRecords(recompressRecordBatch(entry.bytes, 0))).toEqual(records);
+            }
+          }
         }
-        const theirs = await kafkajsDecodeBatch(new KafkajsDecoder(Buffer.from(entry.bytes)));
-        expect(records.map((r) => [r.key && hex(r.key), r.value && hex(r.value)])).toEqual(
-          (theirs.records as KjsRecord[]).map((r) => [r.key && hex(r.key), r.value && hex(r.value)]),
-        );
-        const h = readRecordBatchHeader(entry.bytes);
-        if (batchCompression(h) === 0) {
-          expect(hex(encodeRecordBatch(recordBatchFields(h), records, 0))).toBe(hex(entry.bytes));
-        } else {
-          expect(decodeRecords(recompressRecordBatch(entry.bytes, 0))).toEqual(records);
-        }
-      }
-    }
-    expect(v2).toBe(V2_BATCHES[name]);
-  });
+        expect(v2).toBe(V2_BATCHES[name]);
+      },
+    );
 });
 
 // ---- kafka-python (Debian python3-kafka) ----
 
-const python = ['/usr/bin/python3', 'python3'].find((p) => {
-  try {
-    execFileSync(p, ['-c', 'import kafka.record.default_records'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-});
-
-describe.skipIf(python === undefined)('kafka-python interop (skipped without python3-kafka)', () => {
+needs(kafkaPython).describe('kafka-python interop', () => {
   it('DefaultRecordBatchBuilder batches decode byte-for-byte', () => {
     const script = `
 import json, sys
@@ -1061,9 +1055,9 @@ for n, (codec, tx, pid, epoch, seq) in enumerate([(0, False, -1, -1, -1), (0, Tr
     out.append(bytes(b.build()).hex())
 print(json.dumps(out))
 `;
-    const batches = (JSON.parse(execFileSync(python!, ['-c', script], { encoding: 'utf8' })) as string[]).map(
-      (h) => Uint8Array.from(Buffer.from(h, 'hex')),
-    );
+    const batches = (
+      JSON.parse(execFileSync(kafkaPythonPath(), ['-c', script], { encoding: 'utf8' })) as string[]
+    ).map((h) => Uint8Array.from(Buffer.from(h, 'hex')));
     expect(batches.length).toBe(4);
     for (const [n, batch] of batches.entries()) {
       checkRecordBatchCrc(batch);
@@ -1129,7 +1123,7 @@ for h in json.load(sys.stdin):
 print(json.dumps(res))
 `;
     const res = JSON.parse(
-      execFileSync(python!, ['-c', script], { input: JSON.stringify(batches), encoding: 'utf8' }),
+      execFileSync(kafkaPythonPath(), ['-c', script], { input: JSON.stringify(batches), encoding: 'utf8' }),
     ) as {
       codec: number;
       tx: boolean;
@@ -1156,20 +1150,9 @@ print(json.dumps(res))
 
 // ---- real broker segments ----
 
-function findLogs(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = path.join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...findLogs(p));
-    else if (name.endsWith('.log')) out.push(p);
-  }
-  return out.sort();
-}
-
-describe('real broker segments (../shared/fixtures/real)', () => {
-  const logs = findLogs(realFixtures);
-  it.skipIf(logs.length === 0)('every batch: CRC ok, records decode, identical re-encoding', () => {
+needs(realFixtures).describe('real broker segments (../shared/fixtures/real)', () => {
+  it('every batch: CRC ok, records decode, identical re-encoding', () => {
+    const logs = realSegmentLogs();
     let batches = 0;
     let records = 0;
     for (const log of logs) {
@@ -1197,29 +1180,27 @@ describe('real broker segments (../shared/fixtures/real)', () => {
     expect({ files: logs.length, batches, records }).toEqual({ files: 18, batches: 12636, records: 13253 });
   });
 
-  const metadata = logs.find((l) => l.includes('__cluster_metadata'));
-  it.skipIf(metadata === undefined)(
-    'KRaft __cluster_metadata: offsets, leader epoch, no control batches in this segment',
-    () => {
-      const buf = new Uint8Array(readFileSync(metadata!));
-      let control = 0;
-      let records = 0;
-      let next = -1n;
-      for (const e of splitBatches(buf)) {
-        const h = readRecordBatchHeader(e.bytes);
-        if (isControlBatch(h)) {
-          control++;
-          for (const r of decodeRecords(e.bytes)) decodeControlRecordKey(r.key);
-        }
-        if (next >= 0n) expect(h.baseOffset).toBe(next);
-        next = batchLastOffset(h) + 1n;
-        expect(h.partitionLeaderEpoch).toBe(1);
-        records += decodeRecords(e.bytes).length;
+  it('KRaft __cluster_metadata: offsets, leader epoch, no control batches in this segment', () => {
+    const metadata = realSegmentLogs().filter((l) => l.includes('__cluster_metadata'));
+    expect(metadata.length).toBe(1);
+    const buf = new Uint8Array(readFileSync(metadata[0]));
+    let control = 0;
+    let records = 0;
+    let next = -1n;
+    for (const e of splitBatches(buf)) {
+      const h = readRecordBatchHeader(e.bytes);
+      if (isControlBatch(h)) {
+        control++;
+        for (const r of decodeRecords(e.bytes)) decodeControlRecordKey(r.key);
       }
-      // SOURCES.md: 12105 batches, 12156 records, offsets 1725413..1737568.
-      expect({ control, records, next }).toEqual({ control: 0, records: 12156, next: 1737569n });
-    },
-  );
+      if (next >= 0n) expect(h.baseOffset).toBe(next);
+      next = batchLastOffset(h) + 1n;
+      expect(h.partitionLeaderEpoch).toBe(1);
+      records += decodeRecords(e.bytes).length;
+    }
+    // SOURCES.md: 12105 batches, 12156 records, offsets 1725413..1737568.
+    expect({ control, records, next }).toEqual({ control: 0, records: 12156, next: 1737569n });
+  });
 });
 
 describe('corrupt counts', () => {

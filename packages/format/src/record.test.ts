@@ -1,7 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { KAFKAJS_FIXTURES, kafkajsFixtures, needs } from '@seglift/testkit';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ByteReader, ByteWriter } from './bytes.js';
@@ -10,18 +10,7 @@ import { decodeRecord, encodeRecord, readRecord, sizeOfRecord, skipRecord, write
 import type { Record } from './types.js';
 
 const require = createRequire(import.meta.url);
-const here = path.dirname(fileURLToPath(import.meta.url));
-const fixture = path.resolve(
-  here,
-  '..',
-  '..',
-  '..',
-  '..',
-  'shared',
-  'fixtures',
-  'kafkajs',
-  'recordBatch__v0_record.json',
-);
+const fixture = path.join(KAFKAJS_FIXTURES, 'recordBatch__v0_record.json');
 const enc = (s: string) => new TextEncoder().encode(s);
 const str = (b: Uint8Array | null) => (b === null ? null : Buffer.from(b).toString());
 
@@ -109,7 +98,7 @@ describe('v2 Record', () => {
     expect(r.remaining).toBe(0);
   });
 
-  it.skipIf(!existsSync(fixture))(
+  needs(kafkajsFixtures).it(
     'kafkajs record fixture (body without its length): duplicate header keys in order',
     () => {
       const body = Uint8Array.from((JSON.parse(readFileSync(fixture, 'utf8')) as { data: number[] }).data);

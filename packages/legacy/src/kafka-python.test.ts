@@ -4,22 +4,15 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CompressionType } from '@seglift/format';
+import { kafkaPython, kafkaPythonPath, needs } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
 import { decodeLegacyRecords, type LegacyRecord } from './deep.js';
 import { encodeLegacyEntry } from './message.js';
-import { upconvertAndCheck } from './test-support/verify.js';
+import { type ExpectedRecord, upconvertAndCheck } from './test-support/verify.js';
 import { encodeCompressedWrapper } from './writer.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const script = path.join(here, '__fixtures__', 'kafka_python_legacy.py');
-
-/** The first interpreter that has kafka-python with snappy and lz4 (Debian's lives in /usr/bin). */
-const python = ['/usr/bin/python3', 'python3'].find(
-  (bin) =>
-    spawnSync(bin, ['-c', 'import kafka.record.legacy_records, snappy, lz4'], { stdio: 'ignore' }).status ===
-    0,
-);
-const noPython = python === undefined;
 
 interface PyRecord {
   offset: number;
@@ -70,8 +63,20 @@ async function checkCases(cases: PyCase[]): Promise<number> {
     const ours = entries.flatMap((e) => decodeLegacyRecords(e)).map(view);
     expect(ours, c.name).toEqual(c.records.map(asOurs));
     n += ours.length;
+    // kafka-python's records are a third view of the expectation (besides kafkajs's and ours).
+    const vectors: ExpectedRecord[] = c.records.map((r) => ({
+      offset: BigInt(r.offset),
+      timestamp: r.timestamp === null ? -1n : BigInt(r.timestamp),
+      timestampType: r.timestampType === 1 ? 'LogAppendTime' : 'CreateTime',
+      key: r.key,
+      value: r.value,
+    }));
     for (const grouping of ['kafka', 'coalesce'] as const) {
-      await upconvertAndCheck(entries, { grouping, codec: CompressionType.LZ4, maxBatchBytes: 400 });
+      await upconvertAndCheck(
+        entries,
+        { grouping, codec: CompressionType.LZ4, maxBatchBytes: 400 },
+        { vectors },
+      );
     }
   }
   return n;
@@ -97,25 +102,22 @@ describe('kafka-python interop', () => {
     expect(await checkCases(fixture.cases)).toBe(44);
   });
 
-  it.skipIf(noPython)(
-    'decodes what kafka-python builds now (live; skipped without python3-kafka)',
-    async () => {
-      const dir = mkdtempSync(path.join(tmpdir(), 'seglift-kpy-'));
-      try {
-        const r = spawnSync(python!, [script, 'generate', dir], { encoding: 'utf8' });
-        expect(r.stderr).toBe('');
-        expect(r.status).toBe(0);
-        const fresh = JSON.parse(readFileSync(path.join(dir, 'kafka-python-legacy.json'), 'utf8')) as {
-          cases: PyCase[];
-        };
-        expect(await checkCases(fresh.cases)).toBe(44);
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
-    },
-  );
+  needs(kafkaPython).it('decodes what kafka-python builds now (live)', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'seglift-kpy-'));
+    try {
+      const r = spawnSync(kafkaPythonPath(), [script, 'generate', dir], { encoding: 'utf8' });
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      const fresh = JSON.parse(readFileSync(path.join(dir, 'kafka-python-legacy.json'), 'utf8')) as {
+        cases: PyCase[];
+      };
+      expect(await checkCases(fresh.cases)).toBe(44);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
-  it.skipIf(noPython)('kafka-python decodes what we write, exactly (live)', () => {
+  needs(kafkaPython).it('kafka-python decodes what we write, exactly (live)', () => {
     const bytes = (s: string) => new Uint8Array(Buffer.from(s));
     const entries: Uint8Array[] = [
       encodeLegacyEntry(0n, { magic: 0, key: bytes('k'), value: bytes('v') }),
@@ -150,7 +152,7 @@ describe('kafka-python interop', () => {
         }
       }
     }
-    const r = spawnSync(python!, [script, 'decode'], {
+    const r = spawnSync(kafkaPythonPath(), [script, 'decode'], {
       input: JSON.stringify(entries.map((e) => Buffer.from(e).toString('hex'))),
       encoding: 'utf8',
       maxBuffer: 64 * 1024 * 1024,

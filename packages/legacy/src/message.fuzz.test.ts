@@ -3,8 +3,8 @@
  * wrappers (absolute and relative inner offsets, LogAppendTime, inner streams mutated before
  * compression), mutated, truncated and re-sealed with a valid CRC-32, fed to readLegacyEntry,
  * iterateLegacyRecords and logicalRecordsOfLegacyEntry and to the Upconverter. Each ends in a
- * result or a SegliftError with a code, within PER_INPUT_MS, with bounded allocations.
- * `pnpm fuzz` runs it longer (SEGLIFT_FUZZ_SECONDS).
+ * result or a SegliftError with a code, with bounded allocations. `pnpm fuzz` runs it longer
+ * (SEGLIFT_FUZZ_SECONDS) and there also flags inputs slower than PER_INPUT_MS.
  */
 import { compress, crc32, SegliftError } from '@seglift/format';
 import { type FuzzFailure, fuzzHarness, mutate, prng, trackAllocations } from '@seglift/testkit';

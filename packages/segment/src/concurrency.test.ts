@@ -8,10 +8,10 @@
  * the original, and no temp, swap, marker or lock file is left.
  */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { built, needs } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
 import { acquireSegmentLock, lockPathFor } from './lock.js';
@@ -20,7 +20,7 @@ import { independentRecords, repoRoot } from './test-support/independent.js';
 import { verifySegment } from './verify.js';
 
 const cli = path.join(repoRoot, 'apps/cli/dist/main.js');
-const haveCli = existsSync(cli) && existsSync(path.join(repoRoot, 'packages/segment/dist/worker.js'));
+const builtCli = built(cli, path.join(repoRoot, 'packages/segment/dist/worker.js'));
 
 /** A lock left by a crashed run on this host (its pid no longer exists). */
 async function staleLock(log: string): Promise<void> {
@@ -139,7 +139,7 @@ describe('the segment lock, in process', () => {
   });
 });
 
-describe.skipIf(!haveCli)('concurrent processes on one directory', () => {
+needs(builtCli).describe('concurrent processes on one directory', () => {
   it('two `seglift migrate` runs at once over the same 6 segments (two of them with stale locks)', async () => {
     const dir = await tmpDir();
     const { pdir, logs } = await partition(dir, 6, 12);

@@ -26,6 +26,7 @@ import {
   SegliftError,
 } from '@seglift/format';
 import { encodeCompressedWrapper, encodeLegacyEntry } from '@seglift/legacy';
+import { needs, requirement } from '@seglift/testkit';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { convertSegment } from './convert.js';
 import { recoverLeftovers } from './leftovers.js';
@@ -131,8 +132,14 @@ async function clearMount(): Promise<void> {
     await rm(path.join(mountPoint!, n), { recursive: true, force: true });
 }
 
-if (!mountPoint) console.warn(`faults.test.ts: real ENOSPC/EROFS tests skipped: ${mountSkip}`);
-describe.skipIf(!mountPoint)('disk full (ENOSPC) on a 2 MiB tmpfs', () => {
+const tmpfs = needs(
+  requirement(
+    'a tmpfs mounted by the test (root)',
+    'ENOSPC and EROFS are produced for real on a 2 MiB tmpfs, not simulated',
+    () => (mountPoint ? undefined : mountSkip),
+  ),
+);
+tmpfs.describe('disk full (ENOSPC) on a 2 MiB tmpfs', () => {
   beforeEach(clearMount);
 
   it('outDir on the full filesystem: typed IO error, original untouched, partial output removed', async () => {
@@ -187,7 +194,7 @@ describe.skipIf(!mountPoint)('disk full (ENOSPC) on a 2 MiB tmpfs', () => {
   });
 });
 
-describe.skipIf(!mountPoint)('read-only filesystem (EROFS, mount -o remount,ro)', () => {
+tmpfs.describe('read-only filesystem (EROFS, mount -o remount,ro)', () => {
   beforeEach(clearMount);
   afterEach(() => {
     execFileSync('mount', ['-o', 'remount,rw', mountPoint!], { stdio: 'pipe' });
@@ -253,17 +260,27 @@ const nobodyId = (flag: string) =>
 const uid = nobodyId('-u');
 const gid = nobodyId('-g');
 // nobody must be able to reach the built CLI: a checkout under a root-only directory (mktemp -d
-// is 0700) cannot be run as nobody at all, and then there is nothing to test.
-const nobody =
-  isRoot &&
-  existsSync(cli) &&
-  spawnSync('id', ['-u', 'nobody']).status === 0 &&
-  spawnSync(process.execPath, [cli, '--version'], { uid, gid, env: { ...process.env, HOME: '/tmp' } })
-    .status === 0;
-if (isRoot && !nobody)
-  console.warn('faults.test.ts: EACCES tests skipped: user nobody cannot run the built CLI here');
+// is 0700) cannot be run as nobody at all (.ci/run makes the checkout's parents searchable).
+const nobodyRunsCli = requirement(
+  'running the built CLI as user nobody (root)',
+  'EACCES is produced for real by a process that is not root (root ignores permissions)',
+  () => {
+    if (!isRoot) return 'not running as root';
+    if (!existsSync(cli)) return `${cli} is not built (run \`pnpm build\`)`;
+    if (spawnSync('id', ['-u', 'nobody']).status !== 0) return 'there is no user nobody';
+    const r = spawnSync(process.execPath, [cli, '--version'], {
+      uid,
+      gid,
+      env: { ...process.env, HOME: '/tmp' },
+      encoding: 'utf8',
+    });
+    return r.status === 0
+      ? undefined
+      : `nobody cannot run ${cli} (a parent directory not searchable by others?): ${r.stderr.trim().split('\n')[0]}`;
+  },
+);
 
-describe.skipIf(!nobody)('permission denied (EACCES): seglift convert run as user nobody', () => {
+needs(nobodyRunsCli).describe('permission denied (EACCES): seglift convert run as user nobody', () => {
   const asNobody = (args: string[]) =>
     spawnSync(process.execPath, [cli, ...args], {
       uid,

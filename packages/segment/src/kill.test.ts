@@ -5,9 +5,9 @@
  * recovery and rerun, as in crash.test.ts.
  */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { built, needs } from '@seglift/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from './migrate.js';
 import { brokerServes, partition, recoverAndRerun } from './test-support/crash-partition.js';
@@ -16,7 +16,7 @@ import { ls } from './test-support/helpers.js';
 import { independentRecords, recoveryIndexes, repoRoot } from './test-support/independent.js';
 
 const cli = path.join(repoRoot, 'apps/cli/dist/main.js');
-const haveCli = existsSync(cli) && existsSync(path.join(repoRoot, 'packages/segment/dist/worker.js'));
+const builtCli = built(cli, path.join(repoRoot, 'packages/segment/dist/worker.js'));
 
 function runKilled(
   args: string[],
@@ -31,7 +31,7 @@ function runKilled(
   });
 }
 
-describe.skipIf(!haveCli)(
+needs(builtCli).describe(
   '(b) seglift killed with SIGKILL inside a swap, then a broker start or our recovery',
   () => {
     let root: string;

@@ -1,9 +1,13 @@
 import { readFile, utimes } from 'node:fs/promises';
 import path from 'node:path';
+import { built, needs } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
-import { type MigrateProgress, migrate, workerScriptPath } from './migrate.js';
+import { type MigrateProgress, migrate } from './migrate.js';
 import { mixedSegment, tmpDir, v2Batch, writeSegment } from './test-support/fixtures.js';
-import { independentRecords } from './test-support/independent.js';
+import { independentRecords, repoRoot } from './test-support/independent.js';
+
+/** The worker_threads pool runs dist/worker.js (`pnpm build` first). */
+const needsPool = needs(built(path.join(repoRoot, 'packages/segment/dist/worker.js')));
 
 const OLD = new Date('2017-05-06T07:08:09.000Z');
 
@@ -62,69 +66,58 @@ describe('migrate', () => {
   it('in process: converts every non-active segment, skips active and already-converted ones', async () => {
     await check('inline');
   });
-  it.skipIf(!workerScriptPath())('worker_threads pool from dist (run `pnpm build` first)', async () => {
+  needsPool.it('worker_threads pool from dist (run `pnpm build` first)', async () => {
     await check('threads');
   });
 });
 
 describe('migrate thread pool', () => {
-  it.skipIf(!workerScriptPath())(
-    'a dead thread fails its segment with the reason; the run goes on (dist)',
-    async () => {
-      const { root } = await cluster();
-      const victim = path.join(root, 'logdir', 'orders-0', '00000000000000001000.log');
-      const before = await readFile(victim);
-      process.env.SEGLIFT_TEST_THREAD_CRASH = 'orders-0/00000000000000001000.log';
-      try {
-        const res = await migrate([path.join(root, 'logdir')], {
-          codec: 'zstd',
-          mode: 'threads',
-          concurrency: 2,
-        });
-        expect(res.summary).toMatchObject({ segments: 8, converted: 2, skipped: 5, failed: 1 });
-        const failed = res.reports.find((r) => r.result === 'failed')!;
-        expect(failed.path).toBe(victim);
-        expect(failed.reason).toMatch(/conversion thread died: exit code 70/);
-        expect(failed.error).toMatchObject({ code: 'IO', file: victim });
-        expect(await readFile(victim)).toEqual(before);
-      } finally {
-        delete process.env.SEGLIFT_TEST_THREAD_CRASH;
-      }
-    },
-  );
-});
-
-describe('migrate scheduling', () => {
-  it.skipIf(!workerScriptPath())(
-    'threads take the largest segments first; reports stay in discovery order',
-    async () => {
-      const root = await tmpDir();
-      const sizes = [3, 40, 12, 25];
-      const logs: string[] = [];
-      for (const [i, n] of sizes.entries()) {
-        const p = `t-${i}`;
-        const records = Array.from({ length: n }, (_, k) => Buffer.from(`value ${k} `.repeat(20)));
-        logs.push(await writeSegment(path.join(root, 'logdir'), v2Batch(0n, records, 1), 0n, p));
-        // The active segment of each partition: skipped.
-        await writeSegment(
-          path.join(root, 'logdir'),
-          v2Batch(BigInt(n), [Buffer.from('a')], 1),
-          BigInt(n),
-          p,
-        );
-      }
-      const started: string[] = [];
+  needsPool.it('a dead thread fails its segment with the reason; the run goes on (dist)', async () => {
+    const { root } = await cluster();
+    const victim = path.join(root, 'logdir', 'orders-0', '00000000000000001000.log');
+    const before = await readFile(victim);
+    process.env.SEGLIFT_TEST_THREAD_CRASH = 'orders-0/00000000000000001000.log';
+    try {
       const res = await migrate([path.join(root, 'logdir')], {
         codec: 'zstd',
         mode: 'threads',
-        concurrency: 1,
-        onSegment: (r) => {
-          if (r.result === 'converted') started.push(r.path);
-        },
+        concurrency: 2,
       });
-      expect(res.summary).toMatchObject({ converted: 4, failed: 0 });
-      expect(started).toEqual([logs[1], logs[3], logs[2], logs[0]]);
-      expect(res.reports.filter((r) => r.result === 'converted').map((r) => r.path)).toEqual(logs);
-    },
-  );
+      expect(res.summary).toMatchObject({ segments: 8, converted: 2, skipped: 5, failed: 1 });
+      const failed = res.reports.find((r) => r.result === 'failed')!;
+      expect(failed.path).toBe(victim);
+      expect(failed.reason).toMatch(/conversion thread died: exit code 70/);
+      expect(failed.error).toMatchObject({ code: 'IO', file: victim });
+      expect(await readFile(victim)).toEqual(before);
+    } finally {
+      delete process.env.SEGLIFT_TEST_THREAD_CRASH;
+    }
+  });
+});
+
+describe('migrate scheduling', () => {
+  needsPool.it('threads take the largest segments first; reports stay in discovery order', async () => {
+    const root = await tmpDir();
+    const sizes = [3, 40, 12, 25];
+    const logs: string[] = [];
+    for (const [i, n] of sizes.entries()) {
+      const p = `t-${i}`;
+      const records = Array.from({ length: n }, (_, k) => Buffer.from(`value ${k} `.repeat(20)));
+      logs.push(await writeSegment(path.join(root, 'logdir'), v2Batch(0n, records, 1), 0n, p));
+      // The active segment of each partition: skipped.
+      await writeSegment(path.join(root, 'logdir'), v2Batch(BigInt(n), [Buffer.from('a')], 1), BigInt(n), p);
+    }
+    const started: string[] = [];
+    const res = await migrate([path.join(root, 'logdir')], {
+      codec: 'zstd',
+      mode: 'threads',
+      concurrency: 1,
+      onSegment: (r) => {
+        if (r.result === 'converted') started.push(r.path);
+      },
+    });
+    expect(res.summary).toMatchObject({ converted: 4, failed: 0 });
+    expect(started).toEqual([logs[1], logs[3], logs[2], logs[0]]);
+    expect(res.reports.filter((r) => r.result === 'converted').map((r) => r.path)).toEqual(logs);
+  });
 });

@@ -6,6 +6,7 @@ import { mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/prom
 import path from 'node:path';
 import type { CodecName } from '@seglift/format';
 import { encodeCompressedWrapper, encodeLegacyEntry } from '@seglift/legacy';
+import { needs, root } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
 import { migrate } from './migrate.js';
@@ -13,10 +14,8 @@ import { mixedSegment, prng, text, tmpDir, writeSegment } from './test-support/f
 import { independentRecords, recoveryIndexes } from './test-support/independent.js';
 import { verifySegment } from './verify.js';
 
-const isRoot = process.getuid?.() === 0;
-
 describe('rewritten files keep owner, group and mode', () => {
-  it.skipIf(!isRoot)(
+  needs(root).it(
     'as root, on files of the broker user (65534, 0640): new files and backups keep them',
     async () => {
       const dir = await tmpDir();
@@ -48,7 +47,6 @@ describe('rewritten files keep owner, group and mode', () => {
       expect(await owner(path.join(out, '00000000000000000000.log'))).toEqual([65534, 65534, '640']);
     },
   );
-  it.skipIf(isRoot)('skipped: needs root to give files another owner', () => {});
 });
 
 describe('a backup directory inside the migrated tree is refused', () => {

@@ -1,9 +1,11 @@
 /**
  * The harness the seeded mutation fuzz suites (*.fuzz.test.ts) share: a seeded PRNG, a byte
- * mutator, the per-input check (typed error or result, within a time bound), the input budget
- * (CI count or `pnpm fuzz` seconds), allocation tracking and the stats line scripts/fuzz.mjs
- * prints. Test-only: no runtime dependencies, and it knows no seglift types (the typed error
- * class is passed in) so packages/format can use it too.
+ * mutator, the per-input check (typed error or result), the input budget (CI count or
+ * `pnpm fuzz` seconds), allocation tracking and the stats line scripts/fuzz.mjs prints. Time is
+ * no signal in the CI run (a loaded machine is not a slow input): only `pnpm fuzz` flags inputs
+ * slower than the suite's per-input limit; both report the slowest input in the stats.
+ * Test-only: it knows no seglift types (the typed error class is passed in) so packages/format
+ * can use it too. The requirement gates of the whole suite are here too (requires.ts).
  */
 import { appendFileSync } from 'node:fs';
 
@@ -124,11 +126,14 @@ export type FuzzCheck = (
   failures: FuzzFailure[],
 ) => boolean;
 
+/** The slowest single check so far (for the stats line). */
+export const slowestInput = { ms: 0, op: '' };
+
 /**
- * A check where anything but a return or a `typed` error with a code, or an input slower than
- * `perInputMs`, is recorded in `failures`.
+ * A check where anything but a return or a `typed` error with a code is recorded in `failures`;
+ * so is an input slower than `perInputMs` when one is given (`pnpm fuzz` only, see above).
  */
-export function fuzzCheck(typed: TypedErrorClass, perInputMs: number): FuzzCheck {
+export function fuzzCheck(typed: TypedErrorClass, perInputMs?: number): FuzzCheck {
   return (op, input, fn, failures) => {
     const t = performance.now();
     let ok = false;
@@ -141,7 +146,8 @@ export function fuzzCheck(typed: TypedErrorClass, perInputMs: number): FuzzCheck
         failures.push({ op, input: Buffer.from(input).toString('hex').slice(0, 4000), error });
     }
     const ms = performance.now() - t;
-    if (ms > perInputMs)
+    if (ms > slowestInput.ms) Object.assign(slowestInput, { ms: Math.round(ms), op });
+    if (perInputMs !== undefined && ms > perInputMs)
       failures.push({ op, input: Buffer.from(input).toString('hex').slice(0, 4000), error: `took ${ms} ms` });
     return ok;
   };
@@ -193,7 +199,7 @@ export interface FuzzHarnessOptions {
   suite: string;
   /** Inputs tried when `pnpm fuzz` set no FUZZ_SECONDS (the CI run). */
   ciInputs: number;
-  /** Longest time one input may take before it counts as a failure. */
+  /** Longest time one input may take before it counts as a failure (`pnpm fuzz` only). */
   perInputMs: number;
   /** The only error class a reader may throw (SegliftError), always with a code. */
   typedError: TypedErrorClass;
@@ -205,8 +211,11 @@ export interface FuzzHarness {
   readonly seconds: number;
   /** Inputs the loop must have tried: ciInputs, or 1 in a timed `pnpm fuzz` run. */
   readonly minInputs: number;
-  /** Starts the budget (the deadline counts from this call): `for (let i = 0; more(i); i++)`. */
-  budget(): (i: number) => boolean;
+  /**
+   * Starts the budget (the deadline counts from this call): `for (let i = 0; more(i); i++)`;
+   * `inputs` overrides ciInputs for one loop.
+   */
+  budget(inputs?: number): (i: number) => boolean;
   check: FuzzCheck;
   /** Why `err` is a failure, or undefined for a typed error with a code. */
   unexpected(err: unknown): string | undefined;
@@ -220,9 +229,14 @@ export function fuzzHarness(options: FuzzHarnessOptions): FuzzHarness {
     seed: FUZZ_SEED,
     seconds: FUZZ_SECONDS,
     minInputs: FUZZ_SECONDS > 0 ? 1 : ciInputs,
-    budget: () => fuzzBudget(ciInputs),
-    check: fuzzCheck(typedError, perInputMs),
+    budget: (inputs = ciInputs) => fuzzBudget(inputs),
+    check: fuzzCheck(typedError, FUZZ_SECONDS > 0 ? perInputMs : undefined),
     unexpected: (err) => unexpectedError(err, typedError),
-    writeStats: (stats) => writeFuzzStats(suite, stats),
+    writeStats: (stats) =>
+      writeFuzzStats(suite, { ...stats, slowestInputMs: slowestInput.ms, slowestOp: slowestInput.op }),
   };
 }
+
+export * from './codecs.js';
+export * from './requirements.js';
+export * from './requires.js';

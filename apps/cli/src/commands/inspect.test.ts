@@ -1,7 +1,8 @@
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { CompressionType, crc32 } from '@seglift/format';
+import { needs, realFixtures, realSegmentLogs } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
 import { lines, run } from '../test-support/run.js';
 import {
@@ -23,9 +24,6 @@ async function kafkajsBatch(bytes: Uint8Array) {
   const d = new KafkaDecoder(Buffer.from(bytes));
   return decodeKafkajsBatch(d);
 }
-
-const repoRoot = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../../..');
-const realFixtures = path.resolve(repoRoot, '..', 'shared', 'fixtures', 'real');
 
 describe('seglift inspect: .log', () => {
   it('prints v2 batch and record lines with the kafka-dump-log fields', async () => {
@@ -271,24 +269,9 @@ describe('seglift inspect: usage', () => {
   });
 });
 
-function realLogs(): string[] {
-  if (!existsSync(realFixtures)) return [];
-  const out: string[] = [];
-  const walk = (d: string) => {
-    for (const name of readdirSync(d)) {
-      const p = path.join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (name.endsWith('.log')) out.push(p);
-    }
-  };
-  walk(realFixtures);
-  return out.sort();
-}
-
 describe('seglift inspect: real segments', () => {
-  const logs = realLogs();
-  it.skipIf(logs.length === 0)(`runs clean on every real segment (${realFixtures})`, async () => {
-    for (const log of logs) {
+  needs(realFixtures).it('runs clean on every real segment (../shared/fixtures/real)', async () => {
+    for (const log of realSegmentLogs()) {
       const r = await run(['inspect', log, '--deep-iteration']);
       expect(r.code, `${log}: ${r.stderr}`).toBe(0);
       expect(r.stderr.replace(/^(Non-consecutive offsets in .*| {2}\d+ is followed by \d+)\n/gm, '')).toBe(

@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { CompressionType } from '@seglift/format';
+import { built, needs } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
 import { lines, run } from '../test-support/run.js';
 import { encodeLegacyEntry, tmpDir, utf8, v2Batch, writeSegment } from '../test-support/segments.js';
@@ -115,7 +116,7 @@ describe('seglift migrate, interrupted', () => {
     return dir;
   }
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    it.skipIf(!existsSync(cli))(
+    needs(built(cli)).it(
       `${signal} stops handing out segments: the rest are not started, exit ${signal === 'SIGINT' ? 130 : 143}, no temp files, a rerun resumes`,
       async () => {
         const dir = bigDir();

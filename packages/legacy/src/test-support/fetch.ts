@@ -2,17 +2,12 @@
  * Test-only: a minimal Fetch response walker (versions 0-4) that returns each partition's
  * record-set bytes, i.e. the bytes a broker keeps in its .log segment.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
-export const sharedDir = path.resolve(repoRoot, '..', 'shared');
-export const kafkajsFixtures = path.join(sharedDir, 'fixtures', 'kafkajs');
-export const haveKafkajsFixtures = existsSync(kafkajsFixtures);
+import { KAFKAJS_FIXTURES } from '@seglift/testkit';
 
 export function loadBufferJson(name: string): Uint8Array {
-  const json = JSON.parse(readFileSync(path.join(kafkajsFixtures, name), 'utf8')) as { data: number[] };
+  const json = JSON.parse(readFileSync(path.join(KAFKAJS_FIXTURES, name), 'utf8')) as { data: number[] };
   return Uint8Array.from(json.data);
 }
 

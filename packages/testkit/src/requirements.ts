@@ -1,0 +1,115 @@
+/**
+ * Everything outside the repository that the suite needs, each with why; .ci/run installs the
+ * installable ones. Tests gate on these through `needs(...)` (requires.ts).
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { files, KAFKAJS_FIXTURES, program, REAL_FIXTURES, requirement } from './requires.js';
+
+export const redisServer = program(
+  'redis-server',
+  ['--version'],
+  'the queue, lock and worker tests run a throwaway Redis (Debian package redis-server)',
+);
+
+/**
+ * The first python3 on PATH that imports `modules`: not only the first python3, because Debian's
+ * (/usr/bin, where the Debian packages install) is often behind a pyenv or venv one.
+ */
+function pythonWith(modules: string): string | undefined {
+  const seen = new Set<string>();
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    const exe = path.join(dir || '.', 'python3');
+    if (!existsSync(exe) || seen.has(exe)) continue;
+    seen.add(exe);
+    if (spawnSync(exe, ['-c', `import ${modules}`], { stdio: 'ignore', timeout: 30_000 }).status === 0)
+      return exe;
+  }
+  return undefined;
+}
+
+let kafkaPythonExe: string | undefined;
+export const kafkaPython = requirement(
+  'kafka-python',
+  'the cross-implementation checks decode our output with kafka-python and decode its output with ours ' +
+    '(Debian packages python3-kafka python3-snappy python3-lz4 python3-zstandard python3-xxhash)',
+  () => {
+    kafkaPythonExe = pythonWith(
+      'kafka.codec, kafka.record.legacy_records, snappy, lz4.frame, zstandard, xxhash',
+    );
+    return kafkaPythonExe === undefined
+      ? 'no python3 on PATH imports kafka, snappy, lz4, zstandard and xxhash'
+      : undefined;
+  },
+);
+/** The interpreter that has kafka-python (call only where `kafkaPython` is met). */
+export function kafkaPythonPath(): string {
+  if (!kafkaPython.present || kafkaPythonExe === undefined)
+    throw new Error(`kafka-python: ${kafkaPython.missing}`);
+  return kafkaPythonExe;
+}
+
+let snappyPythonExe: string | undefined;
+export const pythonSnappy = requirement(
+  'python3-snappy',
+  'snappy payloads are checked with a second snappy implementation besides ours (Debian package python3-snappy)',
+  () => {
+    snappyPythonExe = pythonWith('snappy');
+    return snappyPythonExe === undefined ? 'no python3 on PATH imports snappy' : undefined;
+  },
+);
+export function pythonSnappyPath(): string {
+  if (!pythonSnappy.present || snappyPythonExe === undefined)
+    throw new Error(`python3-snappy: ${pythonSnappy.missing}`);
+  return snappyPythonExe;
+}
+
+export const zstdCli = program(
+  'zstd',
+  ['--version'],
+  'zstd payloads are checked with the reference zstd implementation besides ours (Debian package zstd)',
+);
+export const lz4Cli = program(
+  'lz4',
+  ['--version'],
+  'lz4 payloads are checked with the reference lz4 implementation besides ours (Debian package lz4)',
+);
+
+export const kubectl = program(
+  'kubectl',
+  ['version', '--client'],
+  'the deploy/ manifests are rendered with `kubectl kustomize` (kubectl comes with the machine image; ' +
+    "Debian's kubernetes-client is too old for these kustomizations)",
+);
+
+export const realFixtures = requirement(
+  '../shared/fixtures/real',
+  'real broker segments are the only inputs written by Kafka itself (read from beside the checkout, never copied)',
+  () => (realSegmentLogs().length > 0 ? undefined : `no *.log under ${REAL_FIXTURES}`),
+);
+
+/** The real broker segment files (`*.log`, sorted), or none when ../shared is absent. */
+export function realSegmentLogs(): string[] {
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith('.log')) out.push(p);
+    }
+  };
+  if (existsSync(REAL_FIXTURES)) walk(REAL_FIXTURES);
+  return out.sort();
+}
+export const kafkajsFixtures = files(
+  '../shared/fixtures/kafkajs',
+  "kafkajs's captured protocol fixtures are vectors written by another implementation",
+  [KAFKAJS_FIXTURES],
+);
+
+export const root = requirement(
+  'root',
+  'giving files another owner (chown) needs root, as when seglift runs on a broker host',
+  () => (process.getuid?.() === 0 ? undefined : 'not running as root'),
+);
