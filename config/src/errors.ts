@@ -31,20 +31,3 @@ function formatProblem(p: ConfigProblem): string {
   const source = p.source === undefined ? '' : ` (from ${p.source})`;
   return `  - ${where}${value}${source}: ${p.message}`;
 }
-
-/** A path that does not resolve inside one of the configured roots (after `..` and symlinks). */
-export class PathOutsideRootsError extends SegliftError {
-  readonly path: string;
-  readonly roots: readonly string[];
-  constructor(path: string, roots: readonly string[], why: string) {
-    super(
-      'PATH_OUTSIDE_ROOTS',
-      `${why}; allowed roots: ${roots.length === 0 ? '(none)' : roots.join(', ')}`,
-      {
-        file: path,
-      },
-    );
-    this.path = path;
-    this.roots = roots;
-  }
-}

@@ -1,13 +1,4 @@
-export { ConfigError, type ConfigProblem, PathOutsideRootsError } from './errors.js';
-export {
-  DONE_MARKER_TTL_SECONDS,
-  doneMarkerKey,
-  partitionLockKey,
-  SEGMENT_JOB_NAME,
-  type SegmentJobData,
-  SegmentJobSchema,
-  segmentJobId,
-} from './job.js';
+export { ConfigError, type ConfigProblem } from './errors.js';
 export {
   CONFIG_FILE_ENV,
   ENV_VARS,
@@ -17,8 +8,8 @@ export {
   loadConfigWithSources,
   validateConfig,
 } from './load.js';
+export { type PipelineOptions, pipelineOptions } from './pipeline.js';
 export { type FormatConfigOptions, formatConfig, REDACTED, redactConfig, redactUrl } from './redact.js';
-export { isInside, resolveWithinRoots } from './roots.js';
 export {
   CODEC_LEVELS,
   CODECS,

@@ -2,12 +2,10 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { built, needs } from '@seglift/testkit';
+import { createRedis } from '@seglift/queue';
+import { built, freePort, needs, redisServer, spawnNode, startRedis, type TestRedis } from '@seglift/testkit';
 import { UnrecoverableError, Worker } from 'bullmq';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { spawnNode } from '../../../config/src/test-support/process.js';
-import { freePort, redisServer, startRedis, type TestRedis } from '../../../config/src/test-support/redis.js';
-import { createRedis } from './queue.js';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
 const WATCHER = join(repoRoot, 'apps/watcher/dist/main.js');

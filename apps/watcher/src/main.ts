@@ -14,8 +14,8 @@ import { realpathSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '@seglift/config';
 import { createLogger, createMetrics, setQueueCounts, startHttpServer } from '@seglift/observability';
+import { createRedis, openQueue, waitForRedis } from '@seglift/queue';
 import { runOnce } from './once.js';
-import { createRedis, openQueue, waitForRedis } from './queue.js';
 import { startWatching } from './watch.js';
 
 const EXIT_OK = 0;

@@ -1,9 +1,15 @@
-import { type Config, SEGMENT_JOB_NAME, type SegmentJobData, segmentJobId } from '@seglift/config';
+import type { Config } from '@seglift/config';
 import type { Logger } from '@seglift/observability';
+import {
+  enqueueSegments,
+  jobOptions,
+  SEGMENT_JOB_NAME,
+  type SegmentJobData,
+  segmentJobId,
+} from '@seglift/queue';
+import { findReadySegments } from '@seglift/segment';
 import { Job, type Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { enqueueSegments, jobOptions } from './queue.js';
-import { scanRoots } from './scan.js';
 
 export interface RunOnceOptions {
   config: Config;
@@ -41,7 +47,7 @@ export interface RunOnceResult {
 export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
   const { config, queue, redis, logger } = options;
   if (config.roots.length === 0) throw new Error('no roots configured (set roots or SEGLIFT_ROOTS)');
-  const scan = await scanRoots(config.roots, config.readiness, { now: options.now });
+  const scan = await findReadySegments(config.roots, config.readiness, { now: options.now, realPaths: true });
   for (const r of scan.missingRoots) logger?.warn({ root: r }, 'root does not exist');
   const enq = await enqueueSegments(queue, redis, config, scan.ready);
   const result: RunOnceResult = {

@@ -10,14 +10,17 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { doneMarkerKey, loadConfig, segmentJobId } from '@seglift/config';
-import { needs } from '@seglift/testkit';
+import { loadConfig } from '@seglift/config';
+import { createRedis, doneMarkerKey, enqueueSegments, openQueue, segmentJobId } from '@seglift/queue';
+import { findReadySegments } from '@seglift/segment';
+import { needs, redisServer, startRedis, type TestRedis } from '@seglift/testkit';
 import { type Job, Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { redisServer, startRedis, type TestRedis } from '../../../config/src/test-support/redis.js';
 import { runOnce } from './once.js';
-import { createRedis, enqueueSegments, openQueue } from './queue.js';
-import { scanRoots } from './scan.js';
+
+const scanRoots = (roots: string[], rules: { requireRolled: boolean; quietMs: number }) =>
+  findReadySegments(roots, rules, { realPaths: true });
+
 import { startWatching } from './watch.js';
 
 const seg = (n: number) => `${String(n).padStart(20, '0')}.log`;

@@ -1,12 +1,12 @@
 import { readdir } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
-import type { Config, SegmentJobData } from '@seglift/config';
+import type { Config } from '@seglift/config';
 import type { Logger } from '@seglift/observability';
+import { enqueueSegments, type SegmentJobData } from '@seglift/queue';
+import { evaluatePartition, findReadySegments, isKafkaInternalDir, SEGMENT_NAME_RE } from '@seglift/segment';
 import type { Queue } from 'bullmq';
 import { watch } from 'chokidar';
 import type { Redis } from 'ioredis';
-import { enqueueSegments } from './queue.js';
-import { evaluatePartition, isKafkaInternalDir, SEGMENT_LOG_RE, scanRoots } from './scan.js';
 
 export interface WatchOptions {
   config: Config;
@@ -82,11 +82,11 @@ export function startWatching(options: WatchOptions): WatchHandle {
     ignored: (path, stats) => {
       const name = basename(path);
       if (stats?.isDirectory() && isKafkaInternalDir(name)) return true;
-      return stats?.isFile() === true && !SEGMENT_LOG_RE.test(name);
+      return stats?.isFile() === true && !SEGMENT_NAME_RE.test(name);
     },
   });
   const onFile = (path: string): void => {
-    if (SEGMENT_LOG_RE.test(basename(path))) schedule(dirname(path));
+    if (SEGMENT_NAME_RE.test(basename(path))) schedule(dirname(path));
   };
   watcher.on('add', onFile).on('change', onFile).on('unlink', onFile);
   watcher.on('error', (err) => logger?.error({ err }, 'watch error'));
@@ -99,7 +99,7 @@ export function startWatching(options: WatchOptions): WatchHandle {
       ? setInterval(() => {
           if (rescanning || closed) return;
           rescanning = true;
-          scanRoots(config.roots, config.readiness)
+          findReadySegments(config.roots, config.readiness, { realPaths: true })
             .then((scan) => enqueueSegments(queue, redis, config, scan.ready))
             .then((r) => {
               if (r.jobIds.length > 0) logger?.info({ queued: r.jobIds.length }, 'rescan queued segments');

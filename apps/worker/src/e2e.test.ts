@@ -9,10 +9,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { verifySegment } from '@seglift/segment';
-import { built, needs } from '@seglift/testkit';
+import { built, needs, redisServer, spawnNode, startRedis, type TestRedis } from '@seglift/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { spawnNode } from '../../../config/src/test-support/process.js';
-import { redisServer, startRedis, type TestRedis } from '../../../config/src/test-support/redis.js';
 import { type GeneratedSegment, generateLogDir, segmentDigest } from './test-support/segments.js';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');

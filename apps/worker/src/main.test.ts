@@ -2,13 +2,10 @@ import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SEGMENT_JOB_NAME } from '@seglift/config';
-import { built, needs } from '@seglift/testkit';
+import { createRedis, SEGMENT_JOB_NAME } from '@seglift/queue';
+import { built, freePort, needs, redisServer, spawnNode, startRedis, type TestRedis } from '@seglift/testkit';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnNode } from '../../../config/src/test-support/process.js';
-import { freePort, redisServer, startRedis, type TestRedis } from '../../../config/src/test-support/redis.js';
-import { createRedis } from './worker.js';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
 const WORKER = join(repoRoot, 'apps/worker/dist/main.js');

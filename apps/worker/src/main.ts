@@ -19,8 +19,9 @@ import { constants } from 'node:os';
 import { parseArgs } from 'node:util';
 import { type Config, ConfigError, loadConfig } from '@seglift/config';
 import { createLogger, createMetrics, startHttpServer } from '@seglift/observability';
+import { createRedis, waitForRedisAt } from '@seglift/queue';
 import { Queue } from 'bullmq';
-import { createRedis, startWorker, waitForRedisAt } from './worker.js';
+import { startWorker } from './worker.js';
 
 const EXIT_OK = 0;
 const EXIT_USAGE = 2;

@@ -1,16 +1,23 @@
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Config, doneMarkerKey, loadConfig, SEGMENT_JOB_NAME, segmentJobId } from '@seglift/config';
+import { type Config, loadConfig } from '@seglift/config';
 import { CorruptRecordError } from '@seglift/format';
 import { createLogger, createMetrics, metricsSnapshot } from '@seglift/observability';
-import { needs } from '@seglift/testkit';
+import { createRedis, doneMarkerKey, SEGMENT_JOB_NAME, segmentJobId } from '@seglift/queue';
+import { type ConvertOptions, emptyReport, type SegmentReport } from '@seglift/segment';
+import { needs, redisServer, startRedis, type TestRedis } from '@seglift/testkit';
 import { type Job, Queue, QueueEvents } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { redisServer, startRedis, type TestRedis } from '../../../config/src/test-support/redis.js';
 import { classifyError, toJobError } from './classify.js';
-import type { ConvertFn, ConvertOptions } from './types.js';
-import { createRedis, startWorker, type WorkerHandle } from './worker.js';
+import type { ConvertFn } from './processor.js';
+import { startWorker, type WorkerHandle } from './worker.js';
+
+/** A report as the pipeline gives it, with the fields a test cares about. */
+const report = (path: string, over: Partial<SegmentReport>): SegmentReport => ({
+  ...emptyReport(path),
+  ...over,
+});
 
 const seg = (n: number) => `${String(n).padStart(20, '0')}.log`;
 
@@ -104,7 +111,6 @@ needs(redisServer).describe('worker with a real Redis', () => {
   }
 
   const logger = createLogger({ name: 'test', level: 'silent' });
-  const noLeftovers = async () => undefined;
 
   it('converts, reports progress, marks the result done and records metrics', async () => {
     const { config, dir, conn, queue, events } = setup([seg(0), seg(10)]);
@@ -113,8 +119,7 @@ needs(redisServer).describe('worker with a real Redis', () => {
       calls.push([p, o]);
       o.onProgress?.(5, 10);
       writeFileSync(p, 'converted!');
-      return {
-        path: p,
+      return report(p, {
         result: 'converted',
         bytesIn: 10,
         bytesOut: 10,
@@ -122,17 +127,10 @@ needs(redisServer).describe('worker with a real Redis', () => {
         batchesOut: 1,
         recordsIn: 4,
         recordsOut: 4,
-      };
+      });
     };
-    const recovered: string[] = [];
     const metrics = createMetrics();
-    const w = await startWorker({
-      config,
-      logger,
-      metrics,
-      convert,
-      recoverLeftovers: async (d) => void recovered.push(d),
-    });
+    const w = await startWorker({ config, logger, metrics, convert });
     const p = join(dir, seg(0));
     const st = statSync(p);
     const job = await add(queue, config, { path: p, size: st.size, mtimeMs: st.mtimeMs });
@@ -151,7 +149,7 @@ needs(redisServer).describe('worker with a real Redis', () => {
       inPlace: true,
     });
     expect(calls[0][1].signal).toBeInstanceOf(AbortSignal);
-    expect(recovered).toEqual([dir]);
+    expect(calls[0][1].beforeSwap).toBeInstanceOf(Function);
     const after = statSync(p);
     const doneId = segmentJobId({ path: p, size: after.size, mtimeMs: after.mtimeMs });
     expect(await conn.exists(doneMarkerKey(config, doneId))).toBe(1);
@@ -173,17 +171,14 @@ needs(redisServer).describe('worker with a real Redis', () => {
       if (p.endsWith(seg(0))) throw new CorruptRecordError('record count -1', { file: p, position: 0 });
       if (p.endsWith(seg(10)) && n < 3) throw Object.assign(new Error('resource busy'), { code: 'EBUSY' });
       if (p.endsWith(seg(20))) {
-        return {
-          path: p,
+        return report(p, {
           result: 'failed',
           error: { name: 'CrcMismatchError', code: 'CRC_MISMATCH', message: 'crc' },
-          bytesIn: 0,
-          bytesOut: 0,
-        };
+        });
       }
-      return { path: p, result: 'skipped', reason: 'already zstd v2', bytesIn: 9, bytesOut: 9 };
+      return report(p, { result: 'skipped', reason: 'already zstd v2', bytesIn: 9, bytesOut: 9 });
     };
-    const w = await startWorker({ config, logger, convert, recoverLeftovers: noLeftovers });
+    const w = await startWorker({ config, logger, convert });
     const data = (f: string) => ({ path: join(dir, f), size: 1, mtimeMs: 1 });
     const corrupt = await add(queue, config, data(seg(0)));
     const busy = await add(queue, config, data(seg(10)));
@@ -244,13 +239,11 @@ needs(redisServer).describe('worker with a real Redis', () => {
       maxRunning = Math.max(maxRunning, running);
       await new Promise((r) => setTimeout(r, 60));
       running--;
-      return { path: p, result: 'converted', bytesIn: 1, bytesOut: 1 };
+      return report(p, { result: 'converted', bytesIn: 1, bytesOut: 1 });
     };
     const workers: WorkerHandle[] = [];
     for (let i = 0; i < 2; i++) {
-      workers.push(
-        await startWorker({ config, logger, convert, recoverLeftovers: noLeftovers, lockedRetryMs: 20 }),
-      );
+      workers.push(await startWorker({ config, logger, convert, lockedRetryMs: 20 }));
     }
     const jobs = await Promise.all(
       files.slice(0, -1).map((f) => add(queue, config, { path: join(dir, f), size: 1, mtimeMs: 1 })),
@@ -281,7 +274,7 @@ needs(redisServer).describe('worker with a real Redis', () => {
           // Finishes when the test says so: during the grace period.
           released.then(() => {
             order.push('quick finished');
-            resolve({ path: p, result: 'converted', bytesIn: 1, bytesOut: 1 });
+            resolve(report(p, { result: 'converted', bytesIn: 1, bytesOut: 1 }));
           });
           return;
         }
@@ -291,7 +284,7 @@ needs(redisServer).describe('worker with a real Redis', () => {
           reject(Object.assign(new Error('aborted'), { name: 'AbortError' }));
         });
       });
-    const w = await startWorker({ config, logger, convert: slow, recoverLeftovers: noLeftovers });
+    const w = await startWorker({ config, logger, convert: slow });
     const quick = await add(queue, config, { path: join(dir, seg(0)), size: 1, mtimeMs: 1 });
     // Another partition: the partition lock would otherwise serialize the two.
     const dir2 = `${dir}b`;
@@ -311,8 +304,8 @@ needs(redisServer).describe('worker with a real Redis', () => {
     expect(await quick.getState()).toBe('completed');
     // Requeued without using an attempt; another worker finishes it.
     expect(['delayed', 'waiting', 'wait']).toContain(await queue.getJobState(long.id!));
-    const fast: ConvertFn = async (p) => ({ path: p, result: 'converted', bytesIn: 1, bytesOut: 1 });
-    const w2 = await startWorker({ config, logger, convert: fast, recoverLeftovers: noLeftovers });
+    const fast: ConvertFn = async (p) => report(p, { result: 'converted', bytesIn: 1, bytesOut: 1 });
+    const w2 = await startWorker({ config, logger, convert: fast });
     expect(await finished(long, events)).toMatchObject({ ok: true });
     expect((await queue.getJob(long.id!))?.attemptsMade).toBe(1);
     await w2.shutdown();

@@ -1,36 +1,17 @@
-import type { Config, SegmentJobData } from '@seglift/config';
+import type { Config } from '@seglift/config';
 import type { Logger, SegliftMetrics } from '@seglift/observability';
-import { createRedis, waitForRedis } from '@seglift/queue';
+import { createRedis, type SegmentJobData } from '@seglift/queue';
+import { ConversionPool } from '@seglift/segment';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { createProcessor, type JobResult } from './processor.js';
-import { threadPool } from './run-thread.js';
-import { loadSegmentApi } from './segment-api.js';
-import type { ConvertFn } from './types.js';
-
-export { createRedis };
-
-/**
- * Resolves once Redis at `url` answers PING; rejects after `timeoutMs` (unreachable) or at once
- * when Redis refuses the command (wrong password). Closes its own connection either way.
- */
-export async function waitForRedisAt(url: string, timeoutMs: number): Promise<void> {
-  const redis = createRedis(url);
-  redis.on('error', () => {});
-  try {
-    await waitForRedis(redis, timeoutMs);
-  } finally {
-    redis.disconnect();
-  }
-}
+import { type ConvertFn, createProcessor, type JobResult } from './processor.js';
 
 export interface StartWorkerOptions {
   config: Config;
   logger: Logger;
   metrics?: SegliftMetrics;
-  /** Default: @seglift/segment's convertSegment, each call in its own worker thread. */
+  /** Default: the conversion pool of @seglift/segment, config.worker.concurrency threads. */
   convert?: ConvertFn;
-  recoverLeftovers?: (partitionDir: string) => Promise<unknown>;
   lockedRetryMs?: number;
 }
 
@@ -46,13 +27,9 @@ export interface WorkerHandle {
 
 export async function startWorker(options: StartWorkerOptions): Promise<WorkerHandle> {
   const { config, logger } = options;
-  const api =
-    options.convert !== undefined && options.recoverLeftovers !== undefined
-      ? undefined
-      : await loadSegmentApi();
-  const pool = options.convert === undefined ? threadPool({ size: config.worker.concurrency }) : undefined;
-  const convert = options.convert ?? pool!.convert;
-  const recoverLeftovers = options.recoverLeftovers ?? api!.recoverLeftovers;
+  const pool =
+    options.convert === undefined ? new ConversionPool({ size: config.worker.concurrency }) : undefined;
+  const convert = options.convert ?? ((logPath, o) => pool!.convert(logPath, o));
   const redis = createRedis(config.redis.url);
   redis.on('error', (err) => logger.debug({ err }, 'redis error'));
   const shutdownController = new AbortController();
@@ -60,7 +37,6 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerHa
     config,
     redis,
     convert,
-    recoverLeftovers,
     logger,
     metrics: options.metrics,
     shutdown: shutdownController.signal,

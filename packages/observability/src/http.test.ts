@@ -1,4 +1,5 @@
 import { request } from 'node:http';
+import { emptyReport } from '@seglift/segment';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type HttpServerHandle, startHttpServer } from './http.js';
 import { createMetrics, recordSegmentReport } from './metrics.js';
@@ -33,17 +34,21 @@ describe('startHttpServer', () => {
 
   it('serves /metrics with the seglift series and the Prometheus content type', async () => {
     const metrics = createMetrics();
-    recordSegmentReport(metrics, {
-      result: 'converted',
-      bytesIn: 100,
-      bytesOut: 50,
-      batchesIn: 2,
-      batchesOut: 1,
-      recordsIn: 10,
-      recordsOut: 10,
-      codecOut: 'lz4',
-      durationMs: 3,
-    });
+    recordSegmentReport(
+      metrics,
+      {
+        ...emptyReport('/logs/t-0/00000000000000000000.log'),
+        result: 'converted',
+        bytesIn: 100,
+        bytesOut: 50,
+        batchesIn: 2,
+        batchesOut: 1,
+        recordsIn: 10,
+        recordsOut: 10,
+        durationMs: 3,
+      },
+      'lz4',
+    );
     server = await startHttpServer({ port: 0, host: '127.0.0.1', registry: metrics.registry });
     expect(server.port).toBeGreaterThan(0);
     const res = await get(server.port, '/metrics');

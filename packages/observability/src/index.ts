@@ -24,7 +24,6 @@ export {
   recordSegmentReport,
   reportToPushText,
   type SegliftMetrics,
-  type SegmentReportLike,
   setQueueCounts,
 } from './metrics.js';
 export { isSecretKey, REDACTED, redactString, sanitize, serializeError } from './redact.js';

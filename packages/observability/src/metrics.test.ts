@@ -1,3 +1,4 @@
+import { emptyReport, type SegmentReport } from '@seglift/segment';
 import { describe, expect, it } from 'vitest';
 import {
   createMetrics,
@@ -8,7 +9,8 @@ import {
   setQueueCounts,
 } from './metrics.js';
 
-const report = {
+const report: SegmentReport = {
+  ...emptyReport('/logs/t-0/00000000000000000000.log'),
   result: 'converted',
   bytesIn: 10_000,
   bytesOut: 4_000,
@@ -16,8 +18,7 @@ const report = {
   batchesOut: 5,
   recordsIn: 1000,
   recordsOut: 1000,
-  codecIn: 'gzip',
-  codecOut: 'zstd',
+  codecMixIn: { 'v1/gzip': 15, 'v2/gzip': 5 },
   durationMs: 1500,
 };
 
@@ -53,28 +54,36 @@ describe('createMetrics', () => {
 describe('recordSegmentReport', () => {
   it('adds a report to every series with exact values', async () => {
     const m = createMetrics();
-    recordSegmentReport(m, report);
-    recordSegmentReport(m, {
-      ...report,
-      bytesIn: 500,
-      bytesOut: 500,
-      batchesIn: 1,
-      batchesOut: 1,
-      recordsIn: 3,
-      recordsOut: 3,
-      durationMs: 20,
-    });
-    recordSegmentReport(m, {
-      ...report,
-      result: 'failed',
-      codecIn: undefined,
-      bytesOut: 0,
-      batchesOut: 0,
-      recordsOut: 0,
-      recordsIn: -1,
-      durationMs: 7,
-      error: { code: 'CRC_MISMATCH' },
-    });
+    recordSegmentReport(m, report, 'zstd');
+    recordSegmentReport(
+      m,
+      {
+        ...report,
+        bytesIn: 500,
+        bytesOut: 500,
+        batchesIn: 1,
+        batchesOut: 1,
+        recordsIn: 3,
+        recordsOut: 3,
+        durationMs: 20,
+      },
+      'zstd',
+    );
+    recordSegmentReport(
+      m,
+      {
+        ...report,
+        result: 'failed',
+        codecMixIn: { 'v0/none': 3, 'v1/snappy': 1 },
+        bytesOut: 0,
+        batchesOut: 0,
+        recordsOut: 0,
+        recordsIn: -1,
+        durationMs: 7,
+        error: { code: 'CRC_MISMATCH' },
+      },
+      'zstd',
+    );
     const text = await m.registry.metrics();
     expect(text).toContain('seglift_segments_total{result="converted"} 2\n');
     expect(text).toContain('seglift_segments_total{result="failed"} 1\n');
@@ -109,7 +118,7 @@ describe('recordSegmentReport', () => {
 describe('reportToPushText / metricsSnapshot', () => {
   it('gives only the seglift series, as text and as a flat object', async () => {
     const m = createMetrics();
-    recordSegmentReport(m, report);
+    recordSegmentReport(m, report, 'zstd');
     const text = await reportToPushText(m.registry);
     expect(text).toContain(
       '# TYPE seglift_segments_total counter\nseglift_segments_total{result="converted"} 1\n',

@@ -1,3 +1,4 @@
+import type { SegmentReport } from '@seglift/segment';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 export { Registry } from 'prom-client';
@@ -66,34 +67,30 @@ export function createMetrics(registry: Registry = new Registry()): SegliftMetri
 }
 
 /** The fields of a segment report that metrics use (a plain object, no package dependency). */
-export interface SegmentReportLike {
-  result: string;
-  bytesIn: number;
-  bytesOut: number;
-  batchesIn: number;
-  batchesOut: number;
-  recordsIn: number;
-  recordsOut: number;
-  codecOut: string;
-  /** Input codec label; segments may mix codecs, so it defaults to `mixed`. */
-  codecIn?: string;
-  durationMs: number;
-  error?: { code: string } | null;
+/** The input codec label of a report: its one codec, or `mixed` (`v1/gzip` counts as gzip). */
+function codecInOf(report: SegmentReport): string {
+  const codecs = new Set(Object.keys(report.codecMixIn).map((k) => k.slice(k.indexOf('/') + 1)));
+  return codecs.size === 1 ? [...codecs][0] : 'mixed';
 }
 
-export function recordSegmentReport(metrics: SegliftMetrics, report: SegmentReportLike): void {
-  const codecIn = report.codecIn ?? 'mixed';
+/** Adds one segment's report (@seglift/segment's SegmentReport) to every series. */
+export function recordSegmentReport(
+  metrics: SegliftMetrics,
+  report: SegmentReport,
+  targetCodec: string,
+): void {
+  const codecIn = codecInOf(report);
   metrics.segments.inc({ result: report.result });
   addIfPositive(metrics.batches, { direction: 'in', codec: codecIn }, report.batchesIn);
-  addIfPositive(metrics.batches, { direction: 'out', codec: report.codecOut }, report.batchesOut);
+  addIfPositive(metrics.batches, { direction: 'out', codec: targetCodec }, report.batchesOut);
   addIfPositive(metrics.records, { direction: 'in' }, report.recordsIn);
   addIfPositive(metrics.records, { direction: 'out' }, report.recordsOut);
   addIfPositive(metrics.bytes, { direction: 'in', codec: codecIn }, report.bytesIn);
-  addIfPositive(metrics.bytes, { direction: 'out', codec: report.codecOut }, report.bytesOut);
+  addIfPositive(metrics.bytes, { direction: 'out', codec: targetCodec }, report.bytesOut);
   if (Number.isFinite(report.durationMs) && report.durationMs >= 0) {
     metrics.conversionDuration.observe(report.durationMs / 1000);
   }
-  if (report.error) metrics.errors.inc({ code: report.error.code });
+  if (report.error) metrics.errors.inc({ code: String(report.error.code ?? 'UNKNOWN') });
 }
 
 /** Sets `seglift_queue_jobs{state}` from counts such as BullMQ's `queue.getJobCounts()`. */

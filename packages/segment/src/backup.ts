@@ -1,4 +1,4 @@
-import { realpath, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { InvalidArgumentError } from '@seglift/format';
 import { SegmentIoError } from './errors.js';
@@ -6,23 +6,8 @@ import { exists, sameContent } from './fs-util.js';
 import { copyFileSynced, fsyncDir, mkdirp, removeIfExists, rename, utimes, writeWholeFile } from './fsops.js';
 import { BACKUP_DIR_MARKER, LOG_SUFFIX, type SegmentFiles, TMP_SUFFIX } from './names.js';
 import { applyOwnership, ownershipOf } from './ownership.js';
+import { isInside as inside, realpathOfNearest as realPathOf } from './roots.js';
 import { REWRITTEN } from './swap.js';
-
-/** The real path of `p`, or of its nearest existing ancestor joined with the rest. */
-async function realPathOf(p: string): Promise<string> {
-  const abs = path.resolve(p);
-  try {
-    return await realpath(abs);
-  } catch {
-    const parent = path.dirname(abs);
-    return parent === abs ? abs : path.join(await realPathOf(parent), path.basename(abs));
-  }
-}
-
-const inside = (child: string, parent: string) => {
-  const rel = path.relative(parent, child);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
-};
 
 /**
  * Refuses a backup directory inside a directory being migrated, or containing one (real paths):

@@ -20,7 +20,7 @@ import { independentRecords, repoRoot } from './test-support/independent.js';
 import { verifySegment } from './verify.js';
 
 const cli = path.join(repoRoot, 'apps/cli/dist/main.js');
-const builtCli = built(cli, path.join(repoRoot, 'packages/segment/dist/worker.js'));
+const builtCli = built(cli, path.join(repoRoot, 'packages/segment/dist/conversion-thread.js'));
 
 /** A lock left by a crashed run on this host (its pid no longer exists). */
 async function staleLock(log: string): Promise<void> {

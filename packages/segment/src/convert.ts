@@ -1,5 +1,5 @@
 import type { FileHandle } from 'node:fs/promises';
-import { readdir, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import {
   batchLastOffset,
@@ -13,6 +13,7 @@ import {
 } from '@seglift/format';
 import { DEFAULT_MAX_BATCH_BYTES, type Grouping, Upconverter } from '@seglift/legacy';
 import { assertBackupDirOutside, backupOriginals } from './backup.js';
+import { isActiveSegment } from './discovery.js';
 import { codecIdOf, codecLabel, inspectEntry, withEntryContext } from './entry.js';
 import { toSegmentError } from './errors.js';
 import { exists } from './fs-util.js';
@@ -30,7 +31,7 @@ import {
 } from './fsops.js';
 import { preparePartitionForConversion, preparePartitionForSwap, recoverLeftovers } from './leftovers.js';
 import { acquirePartitionLock, acquireSegmentLock, type FileLock } from './lock.js';
-import { INDEX_SUFFIX, parseSegmentName, type SegmentFiles, TIMEINDEX_SUFFIX } from './names.js';
+import { INDEX_SUFFIX, type SegmentFiles, TIMEINDEX_SUFFIX } from './names.js';
 import { applyOwnership, assertCanKeepOwnership, type Ownership, ownershipOf } from './ownership.js';
 import { RecompressedBatchProofs } from './proofs.js';
 import { readSegmentEntries } from './reader.js';
@@ -72,6 +73,12 @@ export interface ConvertOptions {
   segmentIndexBytes?: number;
   signal?: AbortSignal;
   onProgress?: (bytesDone: number, bytesTotal: number) => void;
+  /**
+   * In place: called right before the swap's first change, under the partition lock; throwing
+   * refuses the swap (the conversion fails, the original untouched). The queue worker checks
+   * here that it still holds its partition's lease.
+   */
+  beforeSwap?: () => Promise<void>;
   testHooks?: ConvertTestHooks;
 }
 
@@ -209,15 +216,6 @@ async function alreadyConverted(
 /** segment.index.bytes' default (LogConfig.DEFAULT_SEGMENT_INDEX_BYTES). */
 export const DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024;
 
-/** Whether `seg` has the highest base offset of its directory: the segment a broker appends to. */
-async function isLastSegment(seg: SegmentFiles): Promise<boolean> {
-  for (const name of await readdir(seg.dir)) {
-    const base = parseSegmentName(name);
-    if (base !== undefined && base > seg.baseOffset) return false;
-  }
-  return true;
-}
-
 /**
  * Rewrites one segment: legacy entries are upconverted, v2 batches recompressed, then the written
  * files are verified from disk before anything replaces the original (see swap.ts for the order
@@ -289,7 +287,7 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
       report,
       proofs,
     );
-    if (await isLastSegment(src)) assertIndexesFit(src, offsetIndexBytes, timeIndexBytes, options);
+    if (await isActiveSegment(src.log)) assertIndexesFit(src, offsetIndexBytes, timeIndexBytes, options);
     // The new files carry the original .log mtime from birth (retention falls back to it) and the
     // originals' owner and mode (outDir: the owner where this process may give it).
     const owners: [string, Ownership][] = [
@@ -335,13 +333,17 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
       if (options.backupDir) report.backupPaths = await backupOriginals(src, options.backupDir, mtimeMs);
       // Waiting for another segment's swap can be interrupted; the swap itself never is.
       const partitionLock = await acquirePartitionLock(src.dir, { signal: options.signal });
+      let swapping = false;
       try {
         await preparePartitionForSwap(src, lock?.token);
+        await options.beforeSwap?.();
+        options.signal?.throwIfAborted();
+        swapping = true;
         await swapInPlace(src, mtimeMs);
       } catch (err) {
         // Once the marker is written the swap is completed, by this run or the next one
         // (recoverLeftovers); before it, the catch below removes the temp files.
-        if (!(err instanceof SimulatedCrash))
+        if (swapping && !(err instanceof SimulatedCrash))
           await recoverLeftovers(src.dir, {
             baseOffset: src.baseOffset,
             ownLockToken: lock?.token,
@@ -377,7 +379,8 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     // error below must still be reported (recoverLeftovers removes temp files on the next run).
     if (dest) await cleanup(dest, placed).catch(() => {});
     report.result = 'failed';
-    const e = toSegmentError(err, logPath);
+    if (options.signal?.aborted) report.aborted = true;
+    const e = toSegmentError(options.signal?.aborted ? options.signal.reason : err, logPath);
     report.error = e.toJSON();
     report.reason = e.detail;
     return finish(report, started);

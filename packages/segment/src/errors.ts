@@ -42,6 +42,23 @@ export class OwnershipError extends SegliftError {
   }
 }
 
+/** A path that does not resolve inside one of the configured roots (after `..` and symlinks). */
+export class PathOutsideRootsError extends SegliftError {
+  readonly path: string;
+  readonly roots: readonly string[];
+  constructor(path: string, roots: readonly string[], why: string) {
+    super(
+      'PATH_OUTSIDE_ROOTS',
+      `${why}; allowed roots: ${roots.length === 0 ? '(none)' : roots.join(', ')}`,
+      {
+        file: path,
+      },
+    );
+    this.path = path;
+    this.roots = roots;
+  }
+}
+
 /** Wraps a Node error from reading or writing `file` as the typed error an operator reads. */
 export function toSegmentError(err: unknown, file: string): SegliftError {
   if (err instanceof SegliftError) return err;

@@ -17,8 +17,12 @@ export {
   type IgnoredDir,
   isActiveSegment,
   listSegments,
+  type PartitionDirs,
   type PartitionSegments,
   type SegmentFile,
+  type WalkOptions,
+  type WalkResult,
+  walkLogDirs,
 } from './discovery.js';
 export { codecLabel } from './entry.js';
 export {
@@ -26,6 +30,7 @@ export {
   LockedError,
   NotASegmentError,
   OwnershipError,
+  PathOutsideRootsError,
   SegmentIoError,
   toSegmentError,
   VerifyMismatchError,
@@ -44,14 +49,7 @@ export {
   lockPathFor,
   partitionLockPath,
 } from './lock.js';
-export {
-  type MigrateOptions,
-  type MigrateProgress,
-  type MigrateResult,
-  migrate,
-  PIPELINE_THREAD_RESOURCE_LIMITS,
-  workerScriptPath,
-} from './migrate.js';
+export { type MigrateOptions, type MigrateProgress, type MigrateResult, migrate } from './migrate.js';
 export {
   BACKUP_DIR_MARKER,
   formatBaseOffset,
@@ -64,6 +62,12 @@ export {
   SegmentFiles,
 } from './names.js';
 export {
+  ConversionPool,
+  type ConversionPoolOptions,
+  conversionThreadPath,
+  PIPELINE_THREAD_RESOURCE_LIMITS,
+} from './pool.js';
+export {
   DEFAULT_CHUNK_SIZE,
   DEFAULT_MAX_ENTRY_BYTES,
   type ReadSegmentOptions,
@@ -72,6 +76,15 @@ export {
   type TruncatedTail,
 } from './reader.js';
 export {
+  evaluatePartition,
+  findReadySegments,
+  type PartitionVerdict,
+  type ReadinessRules,
+  type ReadyScan,
+  type ReadySegment,
+} from './readiness.js';
+export {
+  emptyReport,
   formatReportTable,
   type RunSummary,
   reportsToJSON,
@@ -79,5 +92,6 @@ export {
   type SegmentResult,
   summarize,
 } from './report.js';
+export { isInside, resolveWithinRoots } from './roots.js';
 export { requireSegment, type SegmentOnDisk } from './segment-file.js';
 export { type VerifyProblem, type VerifyReport, type VerifySegmentOptions, verifySegment } from './verify.js';

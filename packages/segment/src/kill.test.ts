@@ -16,7 +16,7 @@ import { ls } from './test-support/helpers.js';
 import { independentRecords, recoveryIndexes, repoRoot } from './test-support/independent.js';
 
 const cli = path.join(repoRoot, 'apps/cli/dist/main.js');
-const builtCli = built(cli, path.join(repoRoot, 'packages/segment/dist/worker.js'));
+const builtCli = built(cli, path.join(repoRoot, 'packages/segment/dist/conversion-thread.js'));
 
 function runKilled(
   args: string[],

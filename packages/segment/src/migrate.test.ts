@@ -6,8 +6,8 @@ import { type MigrateProgress, migrate } from './migrate.js';
 import { mixedSegment, tmpDir, v2Batch, writeSegment } from './test-support/fixtures.js';
 import { independentRecords, repoRoot } from './test-support/independent.js';
 
-/** The worker_threads pool runs dist/worker.js (`pnpm build` first). */
-const needsPool = needs(built(path.join(repoRoot, 'packages/segment/dist/worker.js')));
+/** The worker_threads pool runs dist/conversion-thread.js (`pnpm build` first). */
+const needsPool = needs(built(path.join(repoRoot, 'packages/segment/dist/conversion-thread.js')));
 
 const OLD = new Date('2017-05-06T07:08:09.000Z');
 

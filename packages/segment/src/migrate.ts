@@ -1,21 +1,9 @@
-import { existsSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import { assertBackupDirOutside } from './backup.js';
 import { type ConvertOptions, convertSegment } from './convert.js';
 import { findPartitionSegments, type IgnoredDir, type SegmentFile } from './discovery.js';
-import { SegmentIoError } from './errors.js';
+import { ConversionPool, conversionThreadPath } from './pool.js';
 import { emptyReport, type RunSummary, type SegmentReport, summarize } from './report.js';
-import type { WorkerMessage, WorkerRequest } from './worker.js';
-
-/**
- * V8 limits for a thread that runs conversions: the young generation capped as the seglift bin
- * caps it (--max-semi-space-size=8, i.e. 3 x 8 MiB), so each thread's heap stays near its working
- * set under the pipeline's allocation rate (bench/pipeline).
- */
-export const PIPELINE_THREAD_RESOURCE_LIMITS = { maxYoungGenerationSizeMb: 24 } as const;
 
 export interface MigrateProgress {
   segmentsDone: number;
@@ -25,12 +13,12 @@ export interface MigrateProgress {
 }
 
 export interface MigrateOptions
-  extends Omit<ConvertOptions, 'outDir' | 'inPlace' | 'onProgress' | 'testHooks'> {
+  extends Omit<ConvertOptions, 'outDir' | 'inPlace' | 'onProgress' | 'testHooks' | 'beforeSwap'> {
   /** Also convert each partition's active (highest base offset) segment. Default false. */
   includeActive?: boolean;
   /** Parallel conversions (default: all cores). */
   concurrency?: number;
-  /** 'threads' (default when dist/worker.js exists) or 'inline' (in process, one at a time). */
+  /** 'threads' (default when dist/conversion-thread.js exists) or 'inline' (in process, one at a time). */
   mode?: 'threads' | 'inline';
   onProgress?: (progress: MigrateProgress) => void;
   onSegment?: (report: SegmentReport) => void;
@@ -44,65 +32,81 @@ export interface MigrateResult {
   ignored: IgnoredDir[];
   /** The signal stopped the run: segments not reached are reported 'not-started'. */
   interrupted: boolean;
-  /** How the run was executed (threads fall back to inline when the worker script is missing). */
+  /** How the run was executed (threads fall back to inline when the thread script is missing). */
   mode: 'threads' | 'inline';
 }
 
-/** dist/worker.js next to this module (built), or next to src/ when running from sources. */
-export function workerScriptPath(): string | undefined {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  for (const p of [path.join(here, 'worker.js'), path.join(here, '..', 'dist', 'worker.js')]) {
-    if (existsSync(p)) return p;
+interface Plan {
+  todo: SegmentFile[];
+  /** Reports decided without converting (active segments). */
+  skipped: SegmentReport[];
+  partitions: number;
+  ignored: IgnoredDir[];
+}
+
+async function plan(dirs: string[], options: MigrateOptions): Promise<Plan> {
+  const p: Plan = { todo: [], skipped: [], partitions: 0, ignored: [] };
+  for (const dir of dirs) {
+    const found = await findPartitionSegments(dir, { includeActive: options.includeActive });
+    p.ignored.push(...found.ignored);
+    for (const part of found.partitions) {
+      p.partitions++;
+      p.todo.push(...part.eligible);
+      if (!options.includeActive && part.active) {
+        const r = emptyReport(part.active.path);
+        r.result = 'skipped';
+        r.reason = 'active-segment';
+        r.bytesIn = part.active.size;
+        p.skipped.push(r);
+      }
+    }
   }
-  return undefined;
+  return p;
+}
+
+/** Progress across segments in flight: bytes done of the finished ones plus each running one's. */
+class ProgressTracker {
+  private readonly progress: MigrateProgress;
+  private readonly inFlight = new Map<number, number>();
+  constructor(
+    todo: SegmentFile[],
+    private readonly onProgress?: (p: MigrateProgress) => void,
+  ) {
+    this.progress = {
+      segmentsDone: 0,
+      segmentsTotal: todo.length,
+      bytesDone: 0,
+      bytesTotal: todo.reduce((a, s) => a + s.size, 0),
+    };
+  }
+  running(i: number, bytesDone: number): void {
+    this.inFlight.set(i, bytesDone);
+    this.emit();
+  }
+  finished(i: number, size: number): void {
+    this.inFlight.delete(i);
+    this.progress.segmentsDone++;
+    this.progress.bytesDone += size;
+    this.emit();
+  }
+  private emit(): void {
+    if (!this.onProgress) return;
+    let partial = 0;
+    for (const v of this.inFlight.values()) partial += v;
+    this.onProgress({ ...this.progress, bytesDone: this.progress.bytesDone + partial });
+  }
 }
 
 /**
  * Converts, in place, every non-active segment under `dirs` (log dirs, partition dirs or their
- * parents) with a worker_threads pool. Active segments are reported as skipped. Never throws for
+ * parents) with the conversion pool. Active segments are reported as skipped. Never throws for
  * a bad segment; every segment gets a report, in discovery order.
  */
 export async function migrate(dirs: string[], options: MigrateOptions): Promise<MigrateResult> {
   const started = performance.now();
-  const reports: SegmentReport[] = [];
-  const todo: SegmentFile[] = [];
-  const ignored: IgnoredDir[] = [];
-  let partitions = 0;
   if (options.backupDir) await assertBackupDirOutside(options.backupDir, dirs);
-  for (const dir of dirs) {
-    const found = await findPartitionSegments(dir, { includeActive: options.includeActive });
-    ignored.push(...found.ignored);
-    for (const p of found.partitions) {
-      partitions++;
-      todo.push(...p.eligible);
-      if (!options.includeActive && p.active) {
-        const r = emptyReport(p.active.path);
-        r.result = 'skipped';
-        r.reason = 'active-segment';
-        r.bytesIn = p.active.size;
-        reports.push(r);
-        options.onSegment?.(r);
-      }
-    }
-  }
-  const bytesTotal = todo.reduce((a, s) => a + s.size, 0);
-  const progress: MigrateProgress = { segmentsDone: 0, segmentsTotal: todo.length, bytesDone: 0, bytesTotal };
-  const inFlight = new Map<number, number>();
-  const emit = () => {
-    if (!options.onProgress) return;
-    let partial = 0;
-    for (const v of inFlight.values()) partial += v;
-    options.onProgress({ ...progress, bytesDone: progress.bytesDone + partial });
-  };
-  const done = (i: number, r: SegmentReport) => {
-    results[i] = r;
-    inFlight.delete(i);
-    progress.segmentsDone++;
-    progress.bytesDone += todo[i].size;
-    options.onSegment?.(r);
-    emit();
-  };
-  const results: SegmentReport[] = new Array(todo.length);
+  const { todo, skipped, partitions, ignored } = await plan(dirs, options);
+  for (const r of skipped) options.onSegment?.(r);
   const {
     includeActive: _a,
     concurrency: _c,
@@ -112,88 +116,36 @@ export async function migrate(dirs: string[], options: MigrateOptions): Promise<
     signal,
     ...convert
   } = options;
-  const script = workerScriptPath();
-  const mode = options.mode === 'inline' || !script ? 'inline' : 'threads';
-  const concurrency = Math.max(
-    1,
-    Math.min(options.concurrency ?? os.availableParallelism(), todo.length || 1),
-  );
-
+  const tracker = new ProgressTracker(todo, options.onProgress);
+  const results: SegmentReport[] = new Array(todo.length);
+  const runOne = async (i: number, run: (o: ConvertOptions) => Promise<SegmentReport>) => {
+    const r = await run({ ...convert, signal, inPlace: true, onProgress: (d) => tracker.running(i, d) });
+    results[i] = r;
+    tracker.finished(i, todo[i].size);
+    options.onSegment?.(r);
+  };
+  const mode = options.mode === 'inline' || !conversionThreadPath() ? 'inline' : 'threads';
   if (mode === 'inline') {
-    for (let i = 0; i < todo.length; i++) {
-      const r = await convertSegment(todo[i].path, {
-        ...convert,
-        signal,
-        inPlace: true,
-        onProgress: (d) => {
-          inFlight.set(i, d);
-          emit();
-        },
-      });
-      done(i, r);
-    }
+    for (let i = 0; i < todo.length && !signal?.aborted; i++)
+      await runOne(i, (o) => convertSegment(todo[i].path, o));
   } else {
+    const size = Math.max(1, Math.min(options.concurrency ?? os.availableParallelism(), todo.length || 1));
+    const pool = new ConversionPool({ size });
     // Largest segments first: the run does not end with one thread converting a big segment
     // alone while the others idle (reports stay in discovery order).
     const order = todo.map((_, i) => i).sort((a, b) => todo[b].size - todo[a].size || a - b);
     let next = 0;
-    // One pool thread taking segments until none are left. A thread that dies (out of memory, a
-    // native crash) fails the segment it held, with the reason, and is replaced: the other
-    // segments of the run go on.
-    const runWorker = (): Promise<void> =>
-      new Promise<void>((resolve) => {
-        const w = new Worker(script!, { resourceLimits: PIPELINE_THREAD_RESOURCE_LIMITS });
-        let current: number | undefined;
-        let ended = false;
-        const onAbort = () => w.postMessage({ type: 'abort' });
-        signal?.addEventListener('abort', onAbort);
-        const end = () => {
-          ended = true;
-          signal?.removeEventListener('abort', onAbort);
-        };
-        const feed = () => {
-          if (next >= todo.length || signal?.aborted) {
-            end();
-            void w.terminate().then(() => resolve());
-            return;
-          }
-          current = order[next++];
-          w.postMessage({
-            type: 'convert',
-            id: current,
-            logPath: todo[current].path,
-            options: { ...convert, inPlace: true },
-          } satisfies WorkerRequest);
-        };
-        const died = (why: string) => {
-          if (ended) return;
-          end();
-          if (current !== undefined) {
-            const r = emptyReport(todo[current].path);
-            const e = new SegmentIoError(`conversion thread died: ${why}`, { file: todo[current].path });
-            r.result = 'failed';
-            r.bytesIn = todo[current].size;
-            r.error = e.toJSON();
-            r.reason = e.message;
-            done(current, r);
-          }
-          resolve(runWorker());
-        };
-        w.on('message', (m: WorkerMessage) => {
-          if (m.type === 'progress') {
-            inFlight.set(m.id, m.bytesDone);
-            emit();
-          } else {
-            current = undefined;
-            done(m.id, m.report);
-            feed();
-          }
-        });
-        w.on('error', (err) => died(err.message));
-        w.on('exit', (code) => died(`exit code ${code}`));
-        feed();
-      });
-    await Promise.all(Array.from({ length: concurrency }, runWorker));
+    const lane = async () => {
+      while (next < order.length && !signal?.aborted) {
+        const i = order[next++];
+        await runOne(i, (o) => pool.convert(todo[i].path, o));
+      }
+    };
+    try {
+      await Promise.all(Array.from({ length: size }, lane));
+    } finally {
+      await pool.close();
+    }
   }
   const interrupted = signal?.aborted === true;
   for (let i = 0; i < todo.length; i++) {
@@ -204,14 +156,14 @@ export async function migrate(dirs: string[], options: MigrateOptions): Promise<
       nr.reason = 'interrupted before it started';
       nr.bytesIn = todo[i].size;
       results[i] = nr;
-    } else if (interrupted && r.result === 'failed' && r.error?.message === 'aborted') {
+    } else if (r.aborted) {
       // Stopped mid-conversion: its temp files are gone and the original was never touched.
       r.result = 'not-started';
       r.reason = 'interrupted before its swap; left as it was';
       delete r.error;
     }
   }
-  const all = [...reports, ...results];
+  const all = [...skipped, ...results];
   return {
     reports: all,
     summary: summarize(all, performance.now() - started),

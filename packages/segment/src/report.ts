@@ -9,6 +9,8 @@ export interface SegmentReport {
   reason?: string;
   /** The typed error's toJSON() when failed. */
   error?: Record<string, unknown>;
+  /** Failed because its signal was aborted (before its swap): the original is untouched. */
+  aborted?: boolean;
   /** Where the result went: the segment itself (in place) or the outDir copy. */
   outPath?: string;
   bytesIn: number;

@@ -238,5 +238,7 @@ export function fuzzHarness(options: FuzzHarnessOptions): FuzzHarness {
 }
 
 export * from './codecs.js';
+export * from './process.js';
+export * from './redis.js';
 export * from './requirements.js';
 export * from './requires.js';

@@ -11,19 +11,26 @@ const RELEASE = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
-export interface HeldLock {
+export interface PartitionLease {
   token: string;
-  /** Aborted when the lock was taken by someone else (we must stop writing). */
+  /** Aborted when the renewal found the lease taken by someone else (stop writing). */
   lost: AbortSignal;
+  /** Throws unless the lease is still this holder's, asked of Redis now (right before a swap). */
+  assertHeld(): Promise<void>;
   release(): Promise<void>;
 }
 
 /**
- * A Redis lock with expiry (SET NX PX), renewed every ttl/3 while held. Used per partition
- * directory so that two workers (on any host) never rewrite the same partition at once; a killed
- * holder's lock expires after `ttlMs`. Returns undefined when someone else holds it.
+ * A Redis lease with expiry (SET NX PX), renewed every ttl/3 while held: one worker (on any host)
+ * converts a partition directory at a time; a killed holder's lease expires after `ttlMs`.
+ * Returns undefined when someone else holds it. (Swaps are also serialized on disk by the
+ * partition lock of @seglift/segment; this keeps workers from converting the same partition.)
  */
-export async function tryLock(redis: Redis, key: string, ttlMs: number): Promise<HeldLock | undefined> {
+export async function tryLease(
+  redis: Redis,
+  key: string,
+  ttlMs: number,
+): Promise<PartitionLease | undefined> {
   const token = randomUUID();
   const ok = await redis.set(key, token, 'PX', ttlMs, 'NX');
   if (ok !== 'OK') return undefined;
@@ -49,6 +56,14 @@ export async function tryLock(redis: Redis, key: string, ttlMs: number): Promise
   return {
     token,
     lost: lost.signal,
+    async assertHeld() {
+      const holder = await redis.get(key);
+      if (holder !== token) {
+        const reason = new Error(`the partition's lease ${key} was lost to another worker`);
+        lost.abort(reason);
+        throw reason;
+      }
+    },
     async release() {
       clearInterval(timer);
       await redis.eval(RELEASE, 1, key, token).catch(() => {});

@@ -40,7 +40,8 @@ export function isInside(child: string, parent: string): boolean {
   return rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel));
 }
 
-async function realpathOfNearest(path: string): Promise<string> {
+/** The real path of `path`, or of its nearest existing ancestor joined with the rest. */
+export async function realpathOfNearest(path: string): Promise<string> {
   const rest: string[] = [];
   let p = path;
   for (;;) {

@@ -12,7 +12,10 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
-import { evaluatePartition, scanRoots } from './scan.js';
+import { evaluatePartition, findReadySegments } from './readiness.js';
+
+const scanRoots: typeof findReadySegments = (roots, rules, options) =>
+  findReadySegments(roots, rules, { ...options, realPaths: true });
 
 const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'seglift-scan-')));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));

@@ -4,9 +4,8 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createConnection, createServer } from 'node:net';
-import { describeUnmet, redisServer } from '@seglift/testkit';
-
-export { redisServer };
+import { redisServer } from './requirements.js';
+import { describeUnmet } from './requires.js';
 
 export interface TestRedis {
   url: string;

@@ -1,0 +1,48 @@
+/**
+ * worker_threads entry of the conversion pool (pool.ts holds the protocol): converts one segment
+ * per message. Loaded from dist (`dist/conversion-thread.js`).
+ */
+import { parentPort } from 'node:worker_threads';
+import { convertSegment } from './convert.js';
+import type { FromThread, ToThread } from './pool.js';
+import { swapRefused } from './pool.js';
+
+if (parentPort) {
+  const port = parentPort;
+  const post = (m: FromThread) => port.postMessage(m);
+  const controllers = new Map<number, AbortController>();
+  const gates = new Map<number, { go: () => void; refuse: (reason: string) => void }>();
+  port.on('message', async (m: ToThread) => {
+    if (m.type === 'abort') {
+      controllers.get(m.id)?.abort(new Error(m.reason));
+      return;
+    }
+    if (m.type === 'swap') {
+      const g = gates.get(m.id);
+      gates.delete(m.id);
+      if (m.go) g?.go();
+      else g?.refuse(m.reason ?? 'the caller refused the swap');
+      return;
+    }
+    // Test hook: end this thread abruptly (as an out-of-memory or native crash would) on the
+    // segment named by the variable, so the pool's handling of a dead thread can be tested.
+    const crashOn = process.env.SEGLIFT_TEST_THREAD_CRASH;
+    if (crashOn && m.logPath.endsWith(crashOn)) process.exit(70);
+    const controller = new AbortController();
+    controllers.set(m.id, controller);
+    const report = await convertSegment(m.logPath, {
+      ...m.options,
+      signal: controller.signal,
+      onProgress: (bytesDone, bytesTotal) => post({ type: 'progress', id: m.id, bytesDone, bytesTotal }),
+      beforeSwap: m.gated
+        ? () =>
+            new Promise<void>((resolve, reject) => {
+              gates.set(m.id, { go: resolve, refuse: (reason) => reject(swapRefused(reason, m.logPath)) });
+              post({ type: 'swap-ready', id: m.id });
+            })
+        : undefined,
+    });
+    controllers.delete(m.id);
+    post({ type: 'done', id: m.id, report });
+  });
+}
