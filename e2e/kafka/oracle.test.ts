@@ -8,19 +8,21 @@
 import {
   chmodSync,
   copyFileSync,
-  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   realpathSync,
   rmSync,
+  statSync,
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { spawnNode } from '../../config/src/test-support/process.js';
+import { hasRedisServer, startRedis } from '../../config/src/test-support/redis.js';
 import { brokerLogs, KraftBroker, tailOf, ZkKafka } from './support/brokers.js';
 import {
   type BrokerUser,
@@ -34,7 +36,15 @@ import {
   missingTools,
 } from './support/env.js';
 import { diffServed, Harness, type Served, summarize } from './support/records.js';
-import { built, seglift, treeDigest } from './support/seglift.js';
+import { built, seglift, treeDigest, WATCHER, WORKER } from './support/seglift.js';
+
+async function until(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
 
 const missing = missingTools();
 const inCI = process.env.CI === 'true';
@@ -287,7 +297,7 @@ describe.skipIf(missing !== undefined && !inCI)('Kafka as the oracle', () => {
     const rp = join(logs, 'recovery-point-offset-checkpoint');
     writeFileSync(rp, readFileSync(rp, 'utf8').replace(/^(\S+ \d+) \d+$/gm, '$1 0'));
     for (const d of readdirSync(logs))
-      if (existsSync(join(logs, d)) && !d.startsWith('__cluster_metadata') && !d.includes('.'))
+      if (!d.startsWith('__cluster_metadata') && statSync(join(logs, d)).isDirectory())
         for (const f of readdirSync(join(logs, d))) if (f.endsWith('.snapshot')) unlinkSync(join(logs, d, f));
     await servesAll(broker, 'recovery', join(logs, '..', 'served.jsonl'));
     expect(broker.log()).toMatch(/Recovering unflushed segment|recovering segment|Recovering segment/i);
@@ -323,4 +333,81 @@ describe.skipIf(missing !== undefined && !inCI)('Kafka as the oracle', () => {
     }
     expect(problems.join('\n')).toBe('');
   }, 300_000);
+
+  it("6: compaction after migrate (coalesce): Kafka 4's cleaner cleans the migrated log without error, the latest value per key is served", async () => {
+    const { logs, broker } = scenario('s6-compaction');
+    await migrate(logs, ['--codec', 'lz4', '--grouping', 'coalesce']);
+    await servesAll(broker, 'compaction', join(logs, '..', 'served.jsonl'));
+    await h4.script(broker.bootstrap, join(logs, '..'), 'compact', [
+      'alter v1-compact cleanup.policy=compact min.cleanable.dirty.ratio=0.01 min.compaction.lag.ms=0 segment.ms=100',
+    ]);
+    await until(
+      () => /cleaned log v1-compact-0/.test(broker.log()),
+      120_000,
+      "Kafka's cleaner to clean v1-compact-0",
+    );
+    const served = await h4.read(
+      broker.bootstrap,
+      join(logs, '..', 'compacted.jsonl'),
+      ['v1-compact'],
+      'latest',
+    );
+    expect(brokerErrors(broker.log()).join('\n'), 'broker log problems').toBe('');
+    expect(broker.log()).not.toMatch(/uncleanable/);
+    await broker.stop();
+
+    const before = baseline.records.get('read_uncommitted v1-compact-0') ?? [];
+    const after = served.records.get('read_uncommitted v1-compact-0') ?? [];
+    expect(after.length, 'the cleaner removed superseded records').toBeLessThan(before.length / 2);
+    // Each record still served is the same record as before, at the same offset (the cleaner
+    // only removes), and the latest value of each key is among them.
+    const byOffset = new Map(before.map((r) => [r.o, r]));
+    const changed = after.filter((r) => JSON.stringify(r) !== JSON.stringify(byOffset.get(r.o)));
+    expect(changed.slice(0, 5), 'records the cleaner changed').toEqual([]);
+    const latest = (recs: typeof before) => new Map(recs.map((r) => [r.k, r]));
+    const want = latest(before);
+    const got = latest(after);
+    const wrong: string[] = [];
+    for (const [k, r] of want) {
+      const g = got.get(k);
+      // A tombstone may already be gone; any other key keeps its latest value.
+      if (r.v === null ? g !== undefined && g.o !== r.o : g?.o !== r.o)
+        wrong.push(`key ${k}: latest offset ${r.o} before, ${g?.o ?? 'none'} after`);
+    }
+    expect(wrong).toEqual([]);
+  }, 300_000);
+
+  it.skipIf(!hasRedisServer)(
+    "7: distributed: watcher + worker over Redis (snappy) on a stopped broker's directory, then Kafka 4 serves every record",
+    async () => {
+      const { logs, broker } = scenario('s7-distributed');
+      const redis = await startRedis();
+      try {
+        const env = {
+          SEGLIFT_ROOTS: logs,
+          SEGLIFT_REDIS_URL: redis.url,
+          SEGLIFT_QUEUE_NAME: 'kafka-oracle',
+          SEGLIFT_CODEC: 'snappy',
+          SEGLIFT_WORKER_CONCURRENCY: '2',
+          SEGLIFT_METRICS_PORT: '0',
+          SEGLIFT_METRICS_HOST: '127.0.0.1',
+        };
+        const metadataBefore = treeDigest(join(logs, '__cluster_metadata-0'));
+        const worker = spawnNode(WORKER, ['--exit-when-drained', '--idle-ms', '2000'], env);
+        const watcher = spawnNode(WATCHER, ['--once', '--wait'], env);
+        const w = await watcher.exited;
+        expect(w.code, watcher.output()).toBe(0);
+        expect(watcher.output()).toMatch(/"succeeded":[1-9]/);
+        expect((await worker.exited).code, worker.output()).toBe(0);
+        expect
+          .soft(treeDigest(join(logs, '__cluster_metadata-0')), '__cluster_metadata-0 untouched')
+          .toEqual(metadataBefore);
+      } finally {
+        await redis.stop();
+      }
+      await servesAll(broker, 'after-distributed', join(logs, '..', 'served.jsonl'));
+      await broker.stop();
+    },
+    300_000,
+  );
 });

@@ -169,6 +169,9 @@ public class Oracle {
           pending.add(producer.send(new ProducerRecord<>(topic, partition, ts, key, value, headers)));
         }
         if (mode.equals("txn")) {
+          // Flushed first, so an aborted transaction's records are in the log (read_uncommitted
+          // serves them, read_committed must not): an abort before sending would drop them unsent.
+          producer.flush();
           if (abort) producer.abortTransaction();
           else producer.commitTransaction();
         } else producer.flush();

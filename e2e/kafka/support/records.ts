@@ -81,8 +81,14 @@ export class Harness {
     return this.java(['Oracle', 'script', bootstrap, file], `Oracle script ${name}`);
   }
 
-  async read(bootstrap: string, out: string, topics: string[]): Promise<Served> {
-    await this.java(['Oracle', 'read', bootstrap, out, ...topics], `Oracle read ${out}`);
+  /** `read`: both isolation levels and offsetsForTimes; `latest`: read_uncommitted only. */
+  async read(
+    bootstrap: string,
+    out: string,
+    topics: string[],
+    how: 'read' | 'latest' = 'read',
+  ): Promise<Served> {
+    await this.java(['Oracle', how, bootstrap, out, ...topics], `Oracle ${how} ${out}`);
     return parseServed(out);
   }
 }
