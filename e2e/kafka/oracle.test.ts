@@ -410,4 +410,66 @@ describe.skipIf(missing !== undefined && !inCI)('Kafka as the oracle', () => {
     },
     300_000,
   );
+
+  /**
+   * SIGKILL inside each swap step (SEGLIFT_TEST_KILL_AFTER, a test-only hook of seglift's
+   * filesystem layer: kill right after the k-th operation of that kind on a path with that
+   * suffix), then Kafka 4 starts directly on the directory, no seglift run in between. The @3:
+   * the kill lands in the third segment's swap, with converted segments before it.
+   */
+  const KILLS: [string, string, string[]][] = [
+    ['marker committed', 'rename:.seglift-swap@3', []],
+    ['old offset index deleted', 'unlink:.index@3', []],
+    ['time index renamed to .timeindex.swap', 'rename:.timeindex.swap@3', []],
+    ['log renamed to .log.swap', 'rename:.log.swap@3', []],
+    ['offset index renamed to .index.swap', 'rename:.index.swap@3', []],
+    ['.log.swap renamed to .log', 'rename:.log@3', []],
+    ['.timeindex.swap renamed to .timeindex', 'rename:.timeindex@3', []],
+    ['.index.swap renamed to .index', 'rename:.index@3', []],
+    ['marker removed', 'unlink:.seglift-swap@3', []],
+    // Two segments of ONE partition converting at once: the second .log.swap of that partition.
+    [
+      'two segments of one partition at once',
+      'rename:.log.swap@2',
+      ['v1-create-gzip-0', '--concurrency', '2'],
+    ],
+  ];
+  it.each(KILLS)(
+    '5: SIGKILL after %s (%s), then Kafka 4 starts on the directory: every record served, nothing deleted',
+    async (_what, killAfter, extra) => {
+      const name = `s5-${killAfter.replace(/[^a-z0-9]+/gi, '_')}`;
+      const { logs, broker } = scenario(name);
+      const partitionDir = extra[0] && !extra[0].startsWith('-') ? join(logs, extra[0]) : undefined;
+      const args = extra.filter((a) => a !== extra[0] || !partitionDir);
+      const logsBefore = segmentNames(logs);
+      const r = await seglift(
+        ['migrate', partitionDir ?? logs, '--codec', 'zstd', '--json', '--quiet', ...args],
+        { SEGLIFT_TEST_KILL_AFTER: killAfter },
+      );
+      expect(
+        r.signal,
+        `SEGLIFT_TEST_KILL_AFTER=${killAfter} not honoured: seglift ended by itself (${describeRun('seglift migrate', r)})`,
+      ).toBe('SIGKILL');
+      await broker.start('after-kill');
+      const served = await h4.read(broker.bootstrap, join(logs, '..', 'served.jsonl'), READ_TOPICS);
+      // An old offset index deleted by the swap is rebuilt by Kafka (it logs that at ERROR): expected.
+      const problems = brokerErrors(broker.log()).filter((l) => !/Could not find offset index file/.test(l));
+      expect(problems.join('\n'), 'broker log problems').toBe('');
+      expect(summarize(diffServed(baseline, served, LEGACY_NAMES))).toBe('');
+      await broker.stop();
+      expect(segmentNames(logs), 'segments deleted by Kafka').toEqual(logsBefore);
+    },
+    300_000,
+  );
 });
+
+/** partition -> its segments' base offsets (the .log files), over a log directory. */
+function segmentNames(logs: string): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const d of readdirSync(logs).sort())
+    if (statSync(join(logs, d)).isDirectory() && !d.startsWith('__cluster_metadata'))
+      out[d] = readdirSync(join(logs, d))
+        .filter((f) => f.endsWith('.log'))
+        .sort();
+  return out;
+}
