@@ -266,6 +266,11 @@ export class ZkKafka {
     }
   }
 
+  log(): string {
+    const f = join(this.workDir, 'broker-3.9.log');
+    return existsSync(f) ? readFileSync(f, 'utf8') : '';
+  }
+
   async stop(): Promise<void> {
     if (this.broker) await stopJvm(this.broker, 'Kafka 3.9');
     if (this.zk) await stopJvm(this.zk, 'ZooKeeper');
