@@ -23,8 +23,6 @@ export default defineConfig({
       'apps/*/src/**/*.test.ts',
       'config/src/**/*.test.ts',
       'deploy/**/*.test.ts',
-      // Real Kafka brokers (issue 11); skips with one line where there is no JDK/Maven.
-      'e2e/kafka/**/*.test.ts',
     ],
     testTimeout: 60_000,
     hookTimeout: 60_000,
