@@ -238,12 +238,15 @@ describe.skipIf(missing !== undefined)('Kafka as the oracle', () => {
     const uncommitted = baseline.records.get('read_uncommitted v2-txn-0')?.length ?? 0;
     expect(committed, 'aborted transactions in v2-txn').toBeLessThan(uncommitted - 10);
     clusterReady = true;
+    // Tails printed on a failure are those of the failing scenario's brokers only.
+    brokerLogs.length = 0;
   }, 900_000);
 
   afterEach((ctx) => {
+    const logs = brokerLogs.splice(0);
     if (ctx.task.result?.state !== 'fail') return;
     failed = true;
-    for (const f of brokerLogs.splice(0)) console.error(`--- ${f} (tail)\n${tailOf(f, 60)}`);
+    for (const f of logs) console.error(`--- ${f} (tail)\n${tailOf(f, 60)}`);
   });
 
   afterAll(() => {
@@ -351,6 +354,10 @@ describe.skipIf(missing !== undefined)('Kafka as the oracle', () => {
         // It exits 0 whatever it finds: its output is the verdict.
         const dumped = out.split('\n').filter((l) => l.startsWith('Dumping ')).length;
         expect(dumped, `${name} ${mode.join(' ')}: every file dumped`).toBe(files.length);
+        if (mode[0] === '--index-sanity-check')
+          expect(out.split('\n').filter((l) => l.endsWith(' passed sanity check.')).length).toBe(
+            files.length,
+          );
         for (const l of out.split('\n'))
           if (/mismatch|Mismatches|out of order|failed sanity|corrupt|Exception|error/i.test(l))
             problems.push(`${name} ${mode.join(' ')}: ${l}`);
