@@ -82,8 +82,8 @@ function startJvm(
       ...args,
     ],
     {
-      uid: user.uid,
-      gid: user.gid,
+      // Only root switches users; anyone else runs brokers as themselves.
+      ...(process.getuid?.() === 0 ? { uid: user.uid, gid: user.gid } : {}),
       cwd: workDir,
       env: { PATH: process.env.PATH, HOME: workDir, JAVA_HOME: process.env.JAVA_HOME ?? '' },
       stdio: ['ignore', fd, fd],
@@ -146,11 +146,13 @@ export class KraftBroker {
   /** kafka-storage format: writes meta.properties and the bootstrap metadata into logDir. */
   async format(clusterId: string): Promise<void> {
     const config = await this.writeConfig();
-    const r = await run('setpriv', [
-      `--reuid=${this.user.uid}`,
-      `--regid=${this.user.gid}`,
-      '--clear-groups',
-      'java',
+    const asUser =
+      process.getuid?.() === 0
+        ? ['setpriv', `--reuid=${this.user.uid}`, `--regid=${this.user.gid}`, '--clear-groups']
+        : [];
+    const r = await run(asUser[0] ?? 'java', [
+      ...asUser.slice(1),
+      ...(asUser.length ? ['java'] : []),
       ...JVM_FLAGS,
       `-Dlog4j2.configurationFile=${join(this.workDir, 'log4j2-broker.properties')}`,
       '-cp',
