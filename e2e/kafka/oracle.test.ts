@@ -487,26 +487,29 @@ describe.skipIf(missing !== undefined)('Kafka as the oracle', () => {
    * suffix), then Kafka 4 starts directly on the directory, no seglift run in between. The @3:
    * the kill lands in the third segment's swap, with converted segments before it.
    */
-  const KILLS: [string, string, string[]][] = [
-    ['marker committed', 'rename:.seglift-swap@3', []],
-    ['old offset index deleted', 'unlink:.index@3', []],
-    ['time index renamed to .timeindex.swap', 'rename:.timeindex.swap@3', []],
-    ['log renamed to .log.swap', 'rename:.log.swap@3', []],
-    ['offset index renamed to .index.swap', 'rename:.index.swap@3', []],
-    ['.log.swap renamed to .log', 'rename:.log@3', []],
-    ['.timeindex.swap renamed to .timeindex', 'rename:.timeindex@3', []],
-    ['.index.swap renamed to .index', 'rename:.index@3', []],
-    ['marker removed', 'unlink:.seglift-swap@3', []],
+  // The last field: after Kafka's start and clean stop, seglift runs again on the directory (an
+  // operator resuming the migration) and Kafka 4 starts once more.
+  const KILLS: [string, string, string[], boolean][] = [
+    ['marker committed', 'rename:.seglift-swap@3', [], false],
+    ['old offset index deleted', 'unlink:.index@3', [], false],
+    ['time index renamed to .timeindex.swap', 'rename:.timeindex.swap@3', [], false],
+    ['log renamed to .log.swap', 'rename:.log.swap@3', [], true],
+    ['offset index renamed to .index.swap', 'rename:.index.swap@3', [], true],
+    ['.log.swap renamed to .log', 'rename:.log@3', [], true],
+    ['.timeindex.swap renamed to .timeindex', 'rename:.timeindex@3', [], false],
+    ['.index.swap renamed to .index', 'rename:.index@3', [], false],
+    ['marker removed', 'unlink:.seglift-swap@3', [], true],
     // Two segments of ONE partition converting at once: the second .log.swap of that partition.
     [
       'two segments of one partition at once',
       'rename:.log.swap@2',
       ['v1-create-gzip-0', '--concurrency', '2'],
+      true,
     ],
   ];
   it.each(KILLS)(
     '5: SIGKILL after %s (%s), then Kafka 4 starts on the directory: every record served, nothing deleted',
-    async (_what, killAfter, extra) => {
+    async (_what, killAfter, extra, rerun) => {
       const name = `s5-${killAfter.replace(/[^a-z0-9]+/gi, '_')}`;
       const { logs, broker } = scenario(name);
       const partitionDir = extra[0] && !extra[0].startsWith('-') ? join(logs, extra[0]) : undefined;
@@ -528,6 +531,27 @@ describe.skipIf(missing !== undefined)('Kafka as the oracle', () => {
       expect(summarize(diffServed(baseline, served, LEGACY_NAMES))).toBe('');
       await broker.stop();
       expect(segmentNames(logs), 'segments deleted by Kafka').toEqual(logsBefore);
+      if (!rerun) return;
+      const again = await seglift([
+        'migrate',
+        partitionDir ?? logs,
+        '--codec',
+        'zstd',
+        '--json',
+        '--quiet',
+        ...args,
+      ]);
+      expect(again.code, describeRun('seglift migrate (rerun after the broker)', again)).toBe(0);
+      await broker.start('after-rerun');
+      const servedAgain = await h4.read(
+        broker.bootstrap,
+        join(logs, '..', 'served-again.jsonl'),
+        READ_TOPICS,
+      );
+      expect(brokerErrors(broker.log()).join('\n'), 'broker log problems after the rerun').toBe('');
+      expect(summarize(diffServed(baseline, servedAgain, LEGACY_NAMES))).toBe('');
+      await broker.stop();
+      expect(segmentNames(logs), 'segments deleted').toEqual(logsBefore);
     },
     300_000,
   );
