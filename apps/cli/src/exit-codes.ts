@@ -10,6 +10,10 @@ export const ExitCode = {
   USAGE: 2,
   /** A bug or an unexpected environment problem inside seglift. */
   INTERNAL: 3,
+  /** Stopped by Ctrl-C (128 + SIGINT): what was not done is left as it was; rerun to resume. */
+  INTERRUPTED: 130,
+  /** Stopped by SIGTERM (128 + SIGTERM), e.g. a Kubernetes pod being stopped. */
+  TERMINATED: 143,
 } as const;
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 
@@ -18,7 +22,8 @@ export const EXIT_CODES_HELP = `Exit codes:
   1  a segment failed (bad CRC, truncation, unknown codec, decompression bomb, not a segment);
      the message names the file, the byte position and the offset
   2  usage error or invalid configuration (every problem is listed)
-  3  internal error`;
+  3  internal error
+  130/143  stopped by SIGINT/SIGTERM (migrate): the rest is left as it was; rerun to resume`;
 
 /** A command line mistake: printed as `error: ...` with a pointer to --help, exit code 2. */
 export class UsageError extends Error {

@@ -30,3 +30,8 @@ export function formatDuration(ms: number): string {
     .toString()
     .padStart(2, '0')}s`;
 }
+
+/** `1 batch`, `3 batches`: a count with its noun in the right number. */
+export function count(n: number, singular: string, plural = `${singular}s`): string {
+  return `${n} ${n === 1 ? singular : plural}`;
+}

@@ -24,7 +24,12 @@ export type SegliftErrorCode =
   | 'VERIFY_MISMATCH'
   | 'PATH_OUTSIDE_ROOTS'
   | 'INVALID_ARGUMENT'
-  | 'IO';
+  | 'IO'
+  // Raised by the file side (@seglift/segment); listed here so every code has one vocabulary.
+  | 'NOT_A_SEGMENT'
+  | 'LOCKED'
+  | 'KAFKA_LEFTOVERS'
+  | 'OWNERSHIP';
 
 export class SegliftError extends Error {
   readonly code: SegliftErrorCode;

@@ -1,4 +1,5 @@
-import { type FileHandle, mkdir, open, stat, utimes } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import {
   batchLastOffset,
@@ -8,27 +9,39 @@ import {
   InvalidArgumentError,
   readRecordBatchHeader,
   recompressRecordBatch,
-  SegliftError,
   SegmentIndexBuilder,
 } from '@seglift/format';
 import { DEFAULT_MAX_BATCH_BYTES, type Grouping, Upconverter } from '@seglift/legacy';
+import { assertBackupDirOutside, backupOriginals } from './backup.js';
 import { codecIdOf, codecLabel, inspectEntry, withEntryContext } from './entry.js';
-import { SegmentIoError } from './errors.js';
-import { fsyncDir, fsyncPath, removeIfExists, renameSynced, writeWholeFile } from './fs-util.js';
-import { findForeignSwaps, recoverLeftovers } from './leftovers.js';
-import { acquireSegmentLock, type SegmentLock } from './lock.js';
-import { type SegmentPaths, segmentPaths } from './names.js';
+import { toSegmentError } from './errors.js';
+import { exists } from './fs-util.js';
+import {
+  fsyncDir,
+  fsyncFile,
+  mkdirp,
+  openForWrite,
+  removeIfExists,
+  rename,
+  SimulatedCrash,
+  utimes,
+  writeAll,
+  writeWholeFile,
+} from './fsops.js';
+import { assertNoKafkaLeftovers, preparePartitionForSwap, recoverLeftovers } from './leftovers.js';
+import { acquirePartitionLock, acquireSegmentLock, type FileLock } from './lock.js';
+import { INDEX_SUFFIX, parseSegmentName, type SegmentFiles, TIMEINDEX_SUFFIX } from './names.js';
+import { applyOwnership, assertCanKeepOwnership, type Ownership, ownershipOf } from './ownership.js';
 import { RecompressedBatchProofs } from './proofs.js';
 import { readSegmentEntries } from './reader.js';
 import { emptyReport, type SegmentReport, throughput } from './report.js';
-import { backupOriginals, markerPath, SimulatedCrash, type SwapStep, swapInPlace, tmpPath } from './swap.js';
+import { requireSegment } from './segment-file.js';
+import { swapInPlace } from './swap.js';
 import { verifyRewrite } from './verify.js';
 
 export interface ConvertTestHooks {
   /** Called with the written (fsynced) files before they are verified: tests corrupt them here. */
   beforeVerify?: (files: { log: string; index: string; timeindex: string }) => void | Promise<void>;
-  /** Throw SimulatedCrash after this step, leaving every file as it is (no cleanup). */
-  crashAfter?: 'write' | 'verify' | SwapStep;
 }
 
 export interface ConvertOptions {
@@ -52,6 +65,11 @@ export interface ConvertOptions {
   backupDir?: string;
   /** In place only: take `<base>.log.seglift.lock` (default true). */
   lock?: boolean;
+  /**
+   * The topic's segment.index.bytes (default 10 MiB): a broker resizes the active (last)
+   * segment's indexes to it when it loads a log, and fails when they hold more entries.
+   */
+  segmentIndexBytes?: number;
   signal?: AbortSignal;
   onProgress?: (bytesDone: number, bytesTotal: number) => void;
   testHooks?: ConvertTestHooks;
@@ -143,12 +161,8 @@ class SegmentWriter {
     await this.drain();
   }
 
-  private async writeFully(bytes: Uint8Array, at: number): Promise<void> {
-    let done = 0;
-    while (done < bytes.length) {
-      const { bytesWritten } = await this.fh.write(bytes, done, bytes.length - done, at + done);
-      done += bytesWritten;
-    }
+  private writeFully(bytes: Uint8Array, at: number): Promise<void> {
+    return writeAll(this.fh, this.file, bytes, at);
   }
 }
 
@@ -192,6 +206,18 @@ async function alreadyConverted(
   return true;
 }
 
+/** segment.index.bytes' default (LogConfig.DEFAULT_SEGMENT_INDEX_BYTES). */
+export const DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024;
+
+/** Whether `seg` has the highest base offset of its directory: the segment a broker appends to. */
+async function isLastSegment(seg: SegmentFiles): Promise<boolean> {
+  for (const name of await readdir(seg.dir)) {
+    const base = parseSegmentName(name);
+    if (base !== undefined && base > seg.baseOffset) return false;
+  }
+  return true;
+}
+
 /**
  * Rewrites one segment: legacy entries are upconverted, v2 batches recompressed, then the written
  * files are verified from disk before anything replaces the original (see swap.ts for the order
@@ -200,34 +226,39 @@ async function alreadyConverted(
 export async function convertSegment(logPath: string, options: ConvertOptions): Promise<SegmentReport> {
   const started = performance.now();
   const report = emptyReport(logPath);
-  const src = segmentPaths(path.resolve(logPath));
-  let lock: SegmentLock | undefined;
-  let dest: SegmentPaths | undefined;
-  let swapStarted = false;
+  let lock: FileLock | undefined;
+  let dest: SegmentFiles | undefined;
   // outDir: final files already renamed into place, removed again if a later step fails.
   const placed: string[] = [];
   try {
     validate(options);
     options.signal?.throwIfAborted();
     const codec = codecIdOf(options.codec);
-    const st = await stat(src.log);
-    report.bytesIn = st.size;
+    const { files: src, size } = await requireSegment(logPath);
+    report.bytesIn = size;
+    // Owner, group and mode of the files a broker opens read-write: the new files get them.
+    const logOwner = await ownershipOf(src.log);
+    const indexOwner = {
+      [INDEX_SUFFIX]: (await exists(src.index)) ? await ownershipOf(src.index) : logOwner,
+      [TIMEINDEX_SUFFIX]: (await exists(src.timeindex)) ? await ownershipOf(src.timeindex) : logOwner,
+    };
     if (options.inPlace) {
+      for (const o of [logOwner, ...Object.values(indexOwner)]) assertCanKeepOwnership(o, src.log);
+      if (options.backupDir) await assertBackupDirOutside(options.backupDir, [src.dir]);
       if (options.lock !== false) lock = await acquireSegmentLock(src.log);
-      await recoverLeftovers(src.dir, { baseOffset: src.baseOffset, ownLockToken: lock?.token });
-      // Kafka completes a .swap by deleting every segment file in its offset range, which may
-      // include ours: never rewrite next to an interrupted Kafka swap.
-      const foreign = await findForeignSwaps(src.dir);
-      if (foreign.length > 0) {
-        throw new SegmentIoError(
-          `partition has .swap files of an interrupted Kafka operation (${foreign.join(', ')}); start the broker once to complete them`,
-          { file: src.dir },
-        );
-      }
+      await recoverLeftovers(src.dir, {
+        baseOffset: src.baseOffset,
+        ownLockToken: lock?.token,
+        signal: options.signal,
+      });
+      // A broker completing Kafka's own unfinished swap deletes segment files by offset range:
+      // never rewrite beside one (checked again under the partition lock before the swap).
+      await assertNoKafkaLeftovers(src.dir);
     }
     // recoverLeftovers may have completed an earlier swap of this very segment.
-    const mtimeMs = (await stat(src.log)).mtimeMs;
-    report.bytesIn = (await stat(src.log)).size;
+    const before = await stat(src.log);
+    const mtimeMs = before.mtimeMs;
+    report.bytesIn = before.size;
     if (!options.force && (await alreadyConverted(src.log, codec, options, report))) {
       report.result = 'skipped';
       report.reason = 'already-target-codec';
@@ -239,32 +270,46 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     report.truncatedTailBytes = 0;
 
     const outDir = options.inPlace ? src.dir : path.resolve(options.outDir!);
-    if (!options.inPlace) await mkdir(outDir, { recursive: true });
-    dest = segmentPaths(path.join(outDir, path.basename(src.log)));
+    if (!options.inPlace) await mkdirp(outDir);
+    dest = src.in(outDir);
     if (!options.inPlace && dest.log === src.log)
       throw new InvalidArgumentError('outDir is the segment directory');
     const tmp = {
-      log: tmpPath(dest, '.log'),
-      index: tmpPath(dest, '.index'),
-      timeindex: tmpPath(dest, '.timeindex'),
+      log: dest.tmp('.log'),
+      index: dest.tmp(INDEX_SUFFIX),
+      timeindex: dest.tmp(TIMEINDEX_SUFFIX),
     };
 
     const proofs = new RecompressedBatchProofs();
-    await writeConverted(src.log, tmp, src.baseOffset, codec, options, report, proofs);
-    // The new files carry the original .log mtime from birth (ref §6.7: retention falls back to it).
-    for (const f of Object.values(tmp)) await utimes(f, new Date(), new Date(mtimeMs));
+    const { offsetIndexBytes, timeIndexBytes } = await writeConverted(
+      src.log,
+      tmp,
+      src.baseOffset,
+      codec,
+      options,
+      report,
+      proofs,
+    );
+    if (await isLastSegment(src)) assertIndexesFit(src, offsetIndexBytes, timeIndexBytes, options);
+    // The new files carry the original .log mtime from birth (retention falls back to it) and the
+    // originals' owner and mode (outDir: the owner where this process may give it).
+    const owners: [string, Ownership][] = [
+      [tmp.log, logOwner],
+      [tmp.index, indexOwner[INDEX_SUFFIX]],
+      [tmp.timeindex, indexOwner[TIMEINDEX_SUFFIX]],
+    ];
+    for (const [f, o] of owners) {
+      await applyOwnership(f, o, !options.inPlace);
+      await utimes(f, new Date(), new Date(mtimeMs));
+    }
     // fsync runs while verify reads the files back (from the page cache, as it would after a
     // sync); nothing is renamed before both are done.
     const durable = (async () => {
-      await Promise.all(Object.values(tmp).map((f) => fsyncPath(f)));
+      for (const f of Object.values(tmp)) await fsyncFile(f);
       await fsyncDir(outDir);
     })();
     durable.catch(() => {});
     try {
-      if (options.testHooks?.crashAfter === 'write') {
-        await durable;
-        throw new SimulatedCrash('write');
-      }
       if (options.testHooks?.beforeVerify) {
         await durable;
         await options.testHooks.beforeVerify(tmp);
@@ -285,16 +330,28 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
       throw err;
     }
     await durable;
-    if (options.testHooks?.crashAfter === 'verify') throw new SimulatedCrash('verify');
     options.signal?.throwIfAborted();
 
     if (options.inPlace) {
       if (options.backupDir) report.backupPaths = await backupOriginals(src, options.backupDir, mtimeMs);
-      swapStarted = true;
-      await swapInPlace(src, {
-        mtimeMs,
-        crashAfter: options.testHooks?.crashAfter as SwapStep | undefined,
-      });
+      // Waiting for another segment's swap can be interrupted; the swap itself never is.
+      const partitionLock = await acquirePartitionLock(src.dir, { signal: options.signal });
+      try {
+        await preparePartitionForSwap(src, lock?.token);
+        await swapInPlace(src, mtimeMs);
+      } catch (err) {
+        // Once the marker is written the swap is completed, by this run or the next one
+        // (recoverLeftovers); before it, the catch below removes the temp files.
+        if (!(err instanceof SimulatedCrash))
+          await recoverLeftovers(src.dir, {
+            baseOffset: src.baseOffset,
+            ownLockToken: lock?.token,
+            partitionLockHeld: true,
+          }).catch(() => {});
+        throw err;
+      } finally {
+        await partitionLock.release().catch(() => {});
+      }
       report.outPath = src.log;
     } else {
       // outDir: plain replace of the three files; log last so a complete .log implies its indexes.
@@ -303,7 +360,7 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
         [tmp.index, dest.index],
         [tmp.log, dest.log],
       ]) {
-        await renameSynced(from, to);
+        await rename(from, to);
         placed.push(to);
       }
       await fsyncDir(outDir);
@@ -312,20 +369,18 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     report.result = 'converted';
     return finish(report, started);
   } catch (err) {
-    if (err instanceof SimulatedCrash) throw err;
+    if (err instanceof SimulatedCrash) {
+      // A dead process releases nothing: its lock stays until it is judged stale.
+      lock = undefined;
+      throw err;
+    }
     // Best effort: on a read-only or failing filesystem the removal fails too, and the typed
     // error below must still be reported (recoverLeftovers removes temp files on the next run).
-    if (dest && !swapStarted) await cleanup(dest, placed).catch(() => {});
-    if (swapStarted) {
-      // A failure inside the swap (I/O): leave it to recoverLeftovers, which completes it.
-      await recoverLeftovers(dest!.dir, { baseOffset: src.baseOffset, ownLockToken: lock?.token }).catch(
-        () => {},
-      );
-    }
+    if (dest) await cleanup(dest, placed).catch(() => {});
     report.result = 'failed';
-    const e = toSegliftError(err, src.log);
+    const e = toSegmentError(err, logPath);
     report.error = e.toJSON();
-    report.reason = e.message;
+    report.reason = e.detail;
     return finish(report, started);
   } finally {
     // A lock that cannot be removed (read-only filesystem) is stale once this process exits.
@@ -333,17 +388,29 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
   }
 }
 
-function toSegliftError(err: unknown, file: string): SegliftError {
-  if (err instanceof SegliftError) return err;
-  const e = err as Error;
-  if (e?.name === 'AbortError') return new SegmentIoError('aborted', { file }, { cause: err });
-  return new SegmentIoError(e?.message ?? String(err), { file }, { cause: err });
+/**
+ * A broker resizes the last segment's indexes to segment.index.bytes when it loads the log
+ * (LogLoader.load) and fails if they hold more entries than fit.
+ */
+function assertIndexesFit(
+  seg: SegmentFiles,
+  offsetIndexBytes: number,
+  timeIndexBytes: number,
+  options: ConvertOptions,
+): void {
+  const limit = options.segmentIndexBytes ?? DEFAULT_SEGMENT_INDEX_BYTES;
+  const fits = (bytes: number, entrySize: number) => bytes <= Math.floor(limit / entrySize) * entrySize;
+  if (fits(offsetIndexBytes, 8) && fits(timeIndexBytes, 12)) return;
+  throw new InvalidArgumentError(
+    `this is its partition's active (last) segment and its rebuilt indexes need ${offsetIndexBytes} bytes (.index) and ${timeIndexBytes} bytes (.timeindex), more than segment.index.bytes (${limit}) holds: a broker would fail to load the partition. Give the topic's value with --segment-index-bytes, a larger --index-interval-bytes, or leave the active segment out`,
+    { file: seg.log },
+  );
 }
 
-async function cleanup(dest: SegmentPaths, placed: string[]): Promise<void> {
-  for (const s of ['.log', '.index', '.timeindex', '.txnindex', '.snapshot'])
-    await removeIfExists(tmpPath(dest, s));
-  await removeIfExists(markerPath(dest));
+async function cleanup(dest: SegmentFiles, placed: string[]): Promise<void> {
+  // Only temp names: anything with a marker is recoverLeftovers' to complete.
+  if (await exists(dest.marker)) return;
+  for (const s of ['.log', INDEX_SUFFIX, TIMEINDEX_SUFFIX]) await removeIfExists(dest.tmp(s));
   for (const f of placed) await removeIfExists(f);
 }
 
@@ -361,7 +428,7 @@ async function writeConverted(
   options: ConvertOptions,
   report: SegmentReport,
   proofs: RecompressedBatchProofs,
-): Promise<void> {
+): Promise<{ offsetIndexBytes: number; timeIndexBytes: number }> {
   const maxBatchBytes = options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES;
   const level = options.level;
   const index = new SegmentIndexBuilder(baseOffset, {
@@ -378,7 +445,7 @@ async function writeConverted(
       report.oversizeUpconverted++;
     },
   });
-  const fh = await open(tmp.log, 'w', 0o644);
+  const fh = await openForWrite(tmp.log);
   let closed = false;
   try {
     const w = new SegmentWriter(fh, tmp.log, index);
@@ -448,6 +515,7 @@ async function writeConverted(
     report.batchesOut = w.batches;
     report.recordsOut = w.records;
     report.codecOut = w.codecOut;
+    return { offsetIndexBytes: offsetIndex.length, timeIndexBytes: timeIndex.length };
   } finally {
     if (!closed) await fh.close();
   }

@@ -1,17 +1,13 @@
+import type { Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { parseSegmentName } from './names.js';
+import { BACKUP_DIR_MARKER, notAPartitionLog, parseSegmentName } from './names.js';
 
 export interface SegmentFile {
   path: string;
   baseOffset: bigint;
   size: number;
   mtimeMs: number;
-}
-
-/** Kafka's temporary directories (ref §6.1): a partition being deleted or moved between log dirs. */
-function isTemporaryDir(name: string): boolean {
-  return name.endsWith('-delete') || name.endsWith('-future') || name.endsWith('-stray');
 }
 
 /**
@@ -24,40 +20,64 @@ export async function listSegments(partitionDir: string): Promise<SegmentFile[]>
     const baseOffset = parseSegmentName(name);
     if (baseOffset === undefined) continue;
     const p = path.join(partitionDir, name);
-    const st = await stat(p);
-    if (!st.isFile()) continue;
+    const st = await stat(p).catch(() => undefined);
+    if (!st?.isFile()) continue;
     out.push({ path: p, baseOffset, size: st.size, mtimeMs: st.mtimeMs });
   }
   return out.sort((a, b) => (a.baseOffset < b.baseOffset ? -1 : a.baseOffset > b.baseOffset ? 1 : 0));
 }
 
+/** A directory discovery passed over, and why (for the front doors to say so once). */
+export interface IgnoredDir {
+  dir: string;
+  reason: string;
+}
+
+export interface PartitionDirs {
+  /** Directories Kafka loads as partition logs that hold at least one segment, sorted. */
+  partitions: string[];
+  /** Directories holding segments that Kafka never loads as a partition log, and backups. */
+  ignored: IgnoredDir[];
+}
+
+const isBackupDir = (entries: Dirent[]) => entries.some((e) => e.name === BACKUP_DIR_MARKER);
+
 /**
- * Partition directories under `root` (itself included): directories holding at least one segment.
- * Descends into log dirs and their parents, never into a partition dir, skips `-delete`/`-future`
- * dirs and hidden entries. Sorted by path.
+ * Partition directories under `root` (itself included): directories holding at least one
+ * segment that Kafka would load as a partition log (LogManager.loadLogs: named
+ * `<topic>-<partition>`, not the KRaft metadata log, not being deleted/moved/stray). Descends
+ * into log dirs and their parents (up to `maxDepth`), never into a partition dir, a seglift
+ * backup directory or a hidden one.
  */
-export async function findPartitionDirs(root: string, maxDepth = 4): Promise<string[]> {
-  const found: string[] = [];
+export async function findPartitionDirs(root: string, maxDepth = 4): Promise<PartitionDirs> {
+  const partitions: string[] = [];
+  const ignored: IgnoredDir[] = [];
   const walk = async (dir: string, depth: number) => {
-    let entries: import('node:fs').Dirent[];
+    let entries: Dirent[];
     try {
       entries = await readdir(dir, { withFileTypes: true });
     } catch {
       return;
     }
+    if (isBackupDir(entries)) {
+      ignored.push({ dir, reason: 'a seglift backup directory' });
+      return;
+    }
+    const name = path.basename(dir);
+    const why = notAPartitionLog(name);
     if (entries.some((e) => e.isFile() && parseSegmentName(e.name) !== undefined)) {
-      found.push(dir);
+      if (why) ignored.push({ dir, reason: why });
+      else partitions.push(dir);
       return;
     }
     if (depth >= maxDepth) return;
     for (const e of entries) {
-      if (!e.isDirectory() || e.name.startsWith('.') || isTemporaryDir(e.name)) continue;
+      if (!e.isDirectory() || e.name.startsWith('.')) continue;
       await walk(path.join(dir, e.name), depth + 1);
     }
   };
-  const base = path.basename(path.resolve(root));
-  if (!isTemporaryDir(base)) await walk(path.resolve(root), 0);
-  return found.sort();
+  await walk(path.resolve(root), 0);
+  return { partitions: partitions.sort(), ignored: ignored.sort((a, b) => a.dir.localeCompare(b.dir)) };
 }
 
 /** The active segment is the one with the highest base offset: the broker appends to it. */
@@ -77,20 +97,26 @@ export interface PartitionSegments {
   eligible: SegmentFile[];
 }
 
+export interface Discovery {
+  partitions: PartitionSegments[];
+  ignored: IgnoredDir[];
+}
+
 export async function findPartitionSegments(
   root: string,
   options: { includeActive?: boolean } = {},
-): Promise<PartitionSegments[]> {
-  const out: PartitionSegments[] = [];
-  for (const dir of await findPartitionDirs(root)) {
+): Promise<Discovery> {
+  const { partitions: dirs, ignored } = await findPartitionDirs(root);
+  const partitions: PartitionSegments[] = [];
+  for (const dir of dirs) {
     const segments = await listSegments(dir);
     const active = segments[segments.length - 1];
-    out.push({
+    partitions.push({
       partitionDir: dir,
       segments,
       active,
       eligible: options.includeActive ? segments : segments.slice(0, -1),
     });
   }
-  return out;
+  return { partitions, ignored };
 }

@@ -3,9 +3,54 @@ import { type ErrorContext, SegliftError } from '@seglift/format';
 // Raised by verify here and by recompressRecordBatch's round trip in format: one class.
 export { VerifyMismatchError } from '@seglift/format';
 
-/** A filesystem step failed (rename, fsync, lock); wraps the Node error with the file. */
+/** A filesystem step failed (open, read, rename, fsync); wraps the Node error with the file. */
 export class SegmentIoError extends SegliftError {
   constructor(detail: string, context?: ErrorContext, options?: { cause?: unknown }) {
     super('IO', detail, context, options);
   }
+}
+
+/** The path is not a Kafka log segment (`<20-digit base offset>.log`, a regular file). */
+export class NotASegmentError extends SegliftError {
+  constructor(detail: string, context?: ErrorContext) {
+    super('NOT_A_SEGMENT', detail, context);
+  }
+}
+
+/** Another live run holds the segment's or the partition's lock. */
+export class LockedError extends SegliftError {
+  constructor(detail: string, context?: ErrorContext) {
+    super('LOCKED', detail, context);
+  }
+}
+
+/**
+ * The partition holds files of an unfinished Kafka operation (`.cleaned`, or `.swap` files that
+ * are not seglift's): a broker completing them at start-up deletes segment files by offset range,
+ * so nothing is swapped in beside them. Starting and stopping the broker once clears them.
+ */
+export class KafkaLeftoversError extends SegliftError {
+  constructor(detail: string, context?: ErrorContext) {
+    super('KAFKA_LEFTOVERS', detail, context);
+  }
+}
+
+/** The rewritten files could not be given the original's owner (seglift runs as another user). */
+export class OwnershipError extends SegliftError {
+  constructor(detail: string, context?: ErrorContext) {
+    super('OWNERSHIP', detail, context);
+  }
+}
+
+/** Wraps a Node error from reading or writing `file` as the typed error an operator reads. */
+export function toSegmentError(err: unknown, file: string): SegliftError {
+  if (err instanceof SegliftError) return err;
+  const e = err as NodeJS.ErrnoException;
+  if (e?.name === 'AbortError') return new SegmentIoError('aborted', { file }, { cause: err });
+  const what = e?.code === 'ENOENT' ? 'no such file' : e?.code === 'EISDIR' ? 'is a directory' : undefined;
+  return new SegmentIoError(
+    what ? `${what} (${e.code})` : (e?.message ?? String(err)),
+    { file },
+    { cause: err },
+  );
 }

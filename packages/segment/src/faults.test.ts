@@ -14,7 +14,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -177,11 +177,12 @@ describe.skipIf(!mountPoint)('disk full (ENOSPC) on a 2 MiB tmpfs', () => {
     expect(r.reason).toContain('ENOSPC');
     expect(await sha256(log)).toBe(before);
     await onlyOriginals(pdir, ['00000000000000000000.log']);
-    // A truncated copy under the original's name would pass for a backup: none is left.
+    // A truncated copy under the original's name would pass for a backup: none is left (the
+    // directory's .seglift-backup marker is no copy).
     const kept = existsSync(path.join(backupDir, 'topic-0'))
       ? await readdir(path.join(backupDir, 'topic-0'))
       : [];
-    expect(kept).toEqual([]);
+    expect(kept.filter((n) => n !== '.seglift-backup')).toEqual([]);
     await rm(dir, { recursive: true, force: true });
   });
 });
@@ -276,6 +277,8 @@ describe.skipIf(!nobody)('permission denied (EACCES): seglift convert run as use
     chmodSync(dir, 0o755);
     const log = await writeSegment(dir, mixedSegment().bytes);
     const pdir = path.dirname(log);
+    // Owned by nobody (the broker's user), in a directory nobody cannot write.
+    await chown(log, uid, gid);
     await chmod(pdir, 0o555);
     const before = await sha256(log);
     const a = asNobody(['convert', '--in-place', '--codec', 'zstd', log]);
@@ -291,6 +294,23 @@ describe.skipIf(!nobody)('permission denied (EACCES): seglift convert run as use
     await onlyOriginals(pdir, ['00000000000000000000.log']);
     expect(await readdir(out)).toEqual([]);
     await chmod(pdir, 0o755);
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('in place on files another user owns: refused before any work, naming the user to run as', async () => {
+    const dir = await tmpDir();
+    chmodSync(dir, 0o755);
+    const log = await writeSegment(dir, mixedSegment().bytes);
+    const pdir = path.dirname(log);
+    // The directory is nobody's, the segment root's: nobody could write new files but could not
+    // give them root's ownership, and a broker running as root would then own files it did not write.
+    await chown(pdir, uid, gid);
+    const before = await sha256(log);
+    const a = asNobody(['convert', '--in-place', '--codec', 'zstd', log]);
+    expect(a.status).toBe(1);
+    expect(a.stderr).toMatch(/error\[OWNERSHIP\]: owned by root \(uid 0\).*run it as root \(uid 0\)/);
+    expect(await sha256(log)).toBe(before);
+    await onlyOriginals(pdir, ['00000000000000000000.log']);
     await rm(dir, { recursive: true, force: true });
   });
 });
@@ -332,7 +352,7 @@ describe('injected EIO (wrapped node:fs/promises) at each stage', () => {
     {
       name: 'writing the swap marker',
       op: 'write',
-      match: (f) => f.endsWith('.seglift-swap'),
+      match: (f) => f.endsWith('.seglift-swap.seglift-tmp'),
       mode: 'inPlace',
     },
     { name: 'renaming to .log.swap', op: 'rename', match: (f) => f.endsWith('.log.swap'), mode: 'inPlace' },

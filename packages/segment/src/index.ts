@@ -3,20 +3,47 @@
  * index rebuild and checks, crash recovery of our own leftovers, discovery, reports, migrate pool.
  */
 
-export { type ConvertOptions, type ConvertTestHooks, convertSegment } from './convert.js';
+export {
+  type ConvertOptions,
+  type ConvertTestHooks,
+  convertSegment,
+  DEFAULT_SEGMENT_INDEX_BYTES,
+} from './convert.js';
 export { type BatchSummary, describeSegment } from './describe.js';
 export {
+  type Discovery,
   findPartitionDirs,
   findPartitionSegments,
+  type IgnoredDir,
   isActiveSegment,
   listSegments,
   type PartitionSegments,
   type SegmentFile,
 } from './discovery.js';
 export { codecLabel } from './entry.js';
-export { SegmentIoError, VerifyMismatchError } from './errors.js';
-export { type LeftoverReport, type RecoverLeftoversOptions, recoverLeftovers } from './leftovers.js';
-export { acquireSegmentLock, lockPathFor, type SegmentLock } from './lock.js';
+export {
+  KafkaLeftoversError,
+  LockedError,
+  NotASegmentError,
+  OwnershipError,
+  SegmentIoError,
+  toSegmentError,
+  VerifyMismatchError,
+} from './errors.js';
+export { crashFsOps, type FsOp, type FsOpKind, observeFsOps, SimulatedCrash } from './fsops.js';
+export {
+  kafkaLeftovers,
+  type LeftoverReport,
+  type RecoverLeftoversOptions,
+  recoverLeftovers,
+} from './leftovers.js';
+export {
+  acquirePartitionLock,
+  acquireSegmentLock,
+  type FileLock,
+  lockPathFor,
+  partitionLockPath,
+} from './lock.js';
 export {
   type MigrateOptions,
   type MigrateProgress,
@@ -25,7 +52,15 @@ export {
   PIPELINE_THREAD_RESOURCE_LIMITS,
   workerScriptPath,
 } from './migrate.js';
-export { formatBaseOffset, parseSegmentName } from './names.js';
+export {
+  BACKUP_DIR_MARKER,
+  formatBaseOffset,
+  METADATA_TOPIC,
+  notAPartitionLog,
+  parsePartitionDirName,
+  parseSegmentName,
+  SegmentFiles,
+} from './names.js';
 export {
   DEFAULT_CHUNK_SIZE,
   DEFAULT_MAX_ENTRY_BYTES,
@@ -42,5 +77,5 @@ export {
   type SegmentResult,
   summarize,
 } from './report.js';
-export { SimulatedCrash, type SwapStep } from './swap.js';
+export { requireSegment, type SegmentOnDisk } from './segment-file.js';
 export { type VerifyProblem, type VerifyReport, type VerifySegmentOptions, verifySegment } from './verify.js';

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { link, readFile, stat, utimes } from 'node:fs/promises';
+import { readFile, stat, utimes } from 'node:fs/promises';
 import os from 'node:os';
-import { SegmentIoError } from './errors.js';
-import { removeIfExists, writeFileSynced } from './fs-util.js';
-import { LOCK_SUFFIX, TMP_SUFFIX } from './names.js';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LockedError } from './errors.js';
+import { link, removeIfExists, throwIfCrashed, writeWholeFile } from './fsops.js';
+import { LOCK_SUFFIX, PARTITION_LOCK_NAME, TMP_SUFFIX } from './names.js';
 
 export interface LockInfo {
   pid: number;
@@ -23,7 +25,7 @@ export const LOCK_HEARTBEAT_MS = 10_000;
  */
 export const LOCK_STALE_AFTER_MS = 120_000;
 
-export interface SegmentLock {
+export interface FileLock {
   path: string;
   token: string;
   release(): Promise<void>;
@@ -31,6 +33,10 @@ export interface SegmentLock {
 
 export function lockPathFor(logPath: string): string {
   return logPath.replace(/\.log$/, '') + LOCK_SUFFIX;
+}
+
+export function partitionLockPath(partitionDir: string): string {
+  return path.join(partitionDir, PARTITION_LOCK_NAME);
 }
 
 export async function readLock(lockPath: string): Promise<LockInfo | undefined> {
@@ -124,14 +130,28 @@ async function removeStaleLock(
   }
 }
 
+function describeHolder(holder: LockInfo | undefined): string {
+  return holder ? `pid ${holder.pid} on ${holder.host} since ${holder.startedAt}` : 'another run';
+}
+
+/** Touches the lock file every LOCK_HEARTBEAT_MS while held (exported for the heartbeat test). */
+export function startHeartbeat(lockPath: string, everyMs = LOCK_HEARTBEAT_MS): () => void {
+  const timer = setInterval(() => {
+    const now = new Date();
+    // Not through fsops: a heartbeat changes no data and lands at any instant.
+    utimes(lockPath, now, now).catch(() => {});
+  }, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
 /**
- * Exclusive per-segment lock `<base>.log.seglift.lock`, holding pid, host and a token (threads of
- * one process share the pid, the token tells them apart). It is written whole under a temporary
- * name and linked into place (link fails if the lock exists), so no run ever reads a half-written
- * lock and takes it for a stale one. A stale lock is replaced once; a live one -> SegmentIoError.
+ * Exclusive lock file holding pid, host and a token (threads of one process share the pid, the
+ * token tells them apart). It is written whole under a temporary name and linked into place
+ * (link fails if the lock exists), so no run ever reads a half-written lock and takes it for a
+ * stale one. A stale lock is replaced once; a live one -> LockedError naming its holder.
  */
-export async function acquireSegmentLock(logPath: string): Promise<SegmentLock> {
-  const lockPath = lockPathFor(logPath);
+export async function acquireFileLock(lockPath: string, what: string): Promise<FileLock> {
   const info: LockInfo = {
     pid: process.pid,
     host: os.hostname(),
@@ -140,22 +160,18 @@ export async function acquireSegmentLock(logPath: string): Promise<SegmentLock> 
   };
   // A temp name: if a crash leaves it behind, recoverLeftovers deletes it like our other temp files.
   const pending = `${lockPath}.${info.token}${TMP_SUFFIX}`;
-  await writeFileSynced(pending, JSON.stringify(info), 'wx');
+  await writeWholeFile(pending, JSON.stringify(info), { flags: 'wx', sync: true });
   try {
     let tookOver = false;
     for (let attempt = 0; attempt < 4; attempt++) {
       try {
         await link(pending, lockPath);
-        const heartbeat = setInterval(() => {
-          const now = new Date();
-          utimes(lockPath, now, now).catch(() => {});
-        }, LOCK_HEARTBEAT_MS);
-        heartbeat.unref();
+        const stop = startHeartbeat(lockPath);
         return {
           path: lockPath,
           token: info.token,
           release: async () => {
-            clearInterval(heartbeat);
+            stop();
             const current = await readLock(lockPath);
             if (current?.token === info.token) await removeIfExists(lockPath);
           },
@@ -170,14 +186,51 @@ export async function acquireSegmentLock(logPath: string): Promise<SegmentLock> 
           await removeStaleLock(lockPath, state, pending);
           continue;
         }
-        throw new SegmentIoError(
-          `segment is locked by ${holder ? `pid ${holder.pid} on ${holder.host} since ${holder.startedAt}` : 'another run'}`,
-          { file: lockPath },
-        );
+        throw new LockedError(`${what} is locked by ${describeHolder(holder)}`, { file: lockPath });
       }
     }
   } finally {
     await removeIfExists(pending);
   }
-  throw new SegmentIoError('could not take the segment lock', { file: lockPath });
+  throw new LockedError(`could not take the lock of ${what}`, { file: lockPath });
+}
+
+/** `<base>.log.seglift.lock`: one run converts a segment at a time. */
+export function acquireSegmentLock(logPath: string): Promise<FileLock> {
+  return acquireFileLock(lockPathFor(logPath), 'segment');
+}
+
+export interface PartitionLockOptions {
+  signal?: AbortSignal;
+  /** Give up after this long while a live holder keeps it (default: twice the stale time). */
+  maxWaitMs?: number;
+}
+
+/**
+ * The partition's swap lock (PARTITION_LOCK_NAME): held from before the first `.swap` rename of a
+ * segment to after its last, and while leftovers of a crash are completed. Kafka's LogLoader
+ * completes every `.log.swap` of a directory as one offset range and deletes every other file in
+ * it, so two segments of one partition must never be mid-swap at once, whatever process or host
+ * converts them. Swaps take milliseconds: a held lock is waited for.
+ */
+export async function acquirePartitionLock(
+  partitionDir: string,
+  options: PartitionLockOptions = {},
+): Promise<FileLock> {
+  const lockPath = partitionLockPath(partitionDir);
+  const deadline = Date.now() + (options.maxWaitMs ?? 2 * LOCK_STALE_AFTER_MS);
+  for (let wait = 5; ; wait = Math.min(250, wait * 2)) {
+    // Only reads while a live holder has it: no files written per poll.
+    const state = await lockState(lockPath);
+    if (state === 'absent' || state === 'unreadable' || isStaleLock(state) || Date.now() >= deadline) {
+      try {
+        return await acquireFileLock(lockPath, 'partition');
+      } catch (err) {
+        if (!(err instanceof LockedError) || Date.now() >= deadline) throw err;
+      }
+    }
+    options.signal?.throwIfAborted();
+    throwIfCrashed();
+    await sleep(wait);
+  }
 }

@@ -3,8 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { assertBackupDirOutside } from './backup.js';
 import { type ConvertOptions, convertSegment } from './convert.js';
-import { findPartitionSegments, type SegmentFile } from './discovery.js';
+import { findPartitionSegments, type IgnoredDir, type SegmentFile } from './discovery.js';
 import { SegmentIoError } from './errors.js';
 import { emptyReport, type RunSummary, type SegmentReport, summarize } from './report.js';
 import type { WorkerMessage, WorkerRequest } from './worker.js';
@@ -39,6 +40,10 @@ export interface MigrateResult {
   reports: SegmentReport[];
   summary: RunSummary;
   partitions: number;
+  /** Directories with segments that are not partition logs Kafka loads (metadata log, backups). */
+  ignored: IgnoredDir[];
+  /** The signal stopped the run: segments not reached are reported 'not-started'. */
+  interrupted: boolean;
   /** How the run was executed (threads fall back to inline when the worker script is missing). */
   mode: 'threads' | 'inline';
 }
@@ -61,9 +66,13 @@ export async function migrate(dirs: string[], options: MigrateOptions): Promise<
   const started = performance.now();
   const reports: SegmentReport[] = [];
   const todo: SegmentFile[] = [];
+  const ignored: IgnoredDir[] = [];
   let partitions = 0;
+  if (options.backupDir) await assertBackupDirOutside(options.backupDir, dirs);
   for (const dir of dirs) {
-    for (const p of await findPartitionSegments(dir, { includeActive: options.includeActive })) {
+    const found = await findPartitionSegments(dir, { includeActive: options.includeActive });
+    ignored.push(...found.ignored);
+    for (const p of found.partitions) {
       partitions++;
       todo.push(...p.eligible);
       if (!options.includeActive && p.active) {
@@ -186,14 +195,29 @@ export async function migrate(dirs: string[], options: MigrateOptions): Promise<
       });
     await Promise.all(Array.from({ length: concurrency }, runWorker));
   }
+  const interrupted = signal?.aborted === true;
   for (let i = 0; i < todo.length; i++) {
-    if (!results[i]) {
-      const r = emptyReport(todo[i].path);
-      r.reason = 'aborted';
-      r.bytesIn = todo[i].size;
-      results[i] = r;
+    const r = results[i];
+    if (!r) {
+      const nr = emptyReport(todo[i].path);
+      nr.result = 'not-started';
+      nr.reason = 'interrupted before it started';
+      nr.bytesIn = todo[i].size;
+      results[i] = nr;
+    } else if (interrupted && r.result === 'failed' && r.error?.message === 'aborted') {
+      // Stopped mid-conversion: its temp files are gone and the original was never touched.
+      r.result = 'not-started';
+      r.reason = 'interrupted before its swap; left as it was';
+      delete r.error;
     }
   }
   const all = [...reports, ...results];
-  return { reports: all, summary: summarize(all, performance.now() - started), partitions, mode };
+  return {
+    reports: all,
+    summary: summarize(all, performance.now() - started),
+    partitions,
+    ignored,
+    interrupted,
+    mode,
+  };
 }

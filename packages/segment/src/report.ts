@@ -1,4 +1,5 @@
-export type SegmentResult = 'converted' | 'skipped' | 'failed';
+/** 'not-started': an interrupted run never reached it (or stopped it before its swap): untouched. */
+export type SegmentResult = 'converted' | 'skipped' | 'failed' | 'not-started';
 
 /** Per segment, as JSON-ready as possible (bigints never appear here). */
 export interface SegmentReport {
@@ -37,6 +38,8 @@ export interface RunSummary {
   converted: number;
   skipped: number;
   failed: number;
+  /** Left as they were by an interrupted run. */
+  notStarted: number;
   bytesIn: number;
   bytesOut: number;
   recordsIn: number;
@@ -81,6 +84,7 @@ export function summarize(reports: SegmentReport[], wallMs?: number): RunSummary
     converted: 0,
     skipped: 0,
     failed: 0,
+    notStarted: 0,
     bytesIn: 0,
     bytesOut: 0,
     recordsIn: 0,
@@ -94,7 +98,8 @@ export function summarize(reports: SegmentReport[], wallMs?: number): RunSummary
   let convIn = 0;
   let convOut = 0;
   for (const r of reports) {
-    s[r.result]++;
+    if (r.result === 'not-started') s.notStarted++;
+    else s[r.result]++;
     s.bytesIn += r.bytesIn;
     s.bytesOut += r.bytesOut;
     s.recordsIn += r.recordsIn;
@@ -157,7 +162,7 @@ export function formatReportTable(
   ]);
   rows.push([
     `total (${summary.segments})`,
-    `${summary.converted} conv/${summary.skipped} skip/${summary.failed} fail`,
+    `${summary.converted} conv/${summary.skipped} skip/${summary.failed} fail${summary.notStarted ? `/${summary.notStarted} not started` : ''}`,
     human(summary.bytesIn),
     human(summary.bytesOut),
     summary.ratio ? summary.ratio.toFixed(3) : '-',

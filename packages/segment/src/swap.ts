@@ -1,238 +1,294 @@
 /**
- * Crash-safe replacement of a segment in place, compatible with Kafka's own swap completion
- * (LogLoader: for each `<base>.log.swap` it deletes every non-swap file whose name starts with an
- * offset in [base, nextOffset of the swap segment), then renames every `*.swap` file, ref §6.6).
+ * Crash-safe replacement of a segment in place, designed around what a Kafka broker does when
+ * it starts on a directory a crash left half done (LogLoader.load; docs/kafka-format.md, "Swap
+ * completion at start-up"):
+ *  a. `.swap` files at or above the lowest `.cleaned` file's offset are deleted (KAFKA-6264);
+ *  b. every `<base>.log.swap` is opened as a segment (creating a zero-filled `<base>.index.swap`
+ *     of segment.index.bytes when there is none) and ONE range is taken over all of them, from
+ *     the lowest base offset to the highest next offset: every non-swap file whose name starts
+ *     with an offset in that range is deleted;
+ *  c. every `.swap` file is renamed to its final name;
+ *  d. a segment whose `.index` is missing is recovered: its offset and time indexes are rebuilt
+ *     from the log. Otherwise, after a clean shutdown, the index files are trusted as they are
+ *     (a missing `.timeindex` becomes an empty one).
+ * So two segments of one partition must never be mid-swap at once (the caller holds the
+ * partition lock, lock.ts), and every state below must give right offset AND time lookups
+ * whichever of (a)-(d) applies.
  *
- * Order (each arrow is one rename, followed by an fsync of the directory):
- *  0. `<base>.{log,index,timeindex}.seglift-tmp` are written, fsynced, given the original .log
- *     mtime, and verified from disk. Kafka ignores these names. Crash -> tmp files are deleted.
- *  1. optional backup copies (fsynced) in backupDir/<partition dir>/.
- *  2. marker `<base>.seglift-swap` (JSON, fsynced): "these tmp/swap files are verified and ours".
- *     Crash from here until step 4 -> recoverLeftovers rolls back (deletes tmp, swap copies, marker).
- *  3. `.txnindex`/`.snapshot` (when present) are copied to `<name>.swap`: Kafka's completion
- *     deletes every `<base>.*` file, so without these copies a broker completing our swap would
- *     drop the aborted-transaction index. Alone (no .log.swap) the broker renames them onto
- *     identical originals: harmless.
- *  4. log tmp -> `.log.swap` FIRST, then timeindex tmp -> `.timeindex.swap`, index tmp ->
- *     `.index.swap`. An `.index.swap` must never exist without `.log.swap` (the broker would put a
- *     new index beside the old log). The reverse window is safe: a broker that finds `.log.swap`
- *     without `.index.swap` creates an empty (zero-filled) index.swap, whose entries all point at
- *     position 0 (slow lookups, right answers), and a missing timeindex is recreated empty (retention
- *     then uses the mtime, already restored in step 0). Crash from here -> roll forward.
- *  5. `.log.swap` -> `.log` FIRST: once it is renamed no `.log.swap` remains, so a broker only renames
- *     the leftover swaps and deletes nothing. (Renaming an index first would let a broker's
- *     completion delete the already-renamed files, e.g. the txnindex.) Then timeindex, index, copies.
- *  6. mtime restored again on .log/.index/.timeindex, marker removed.
- * recoverLeftovers (leftovers.ts) decides from what is on disk: marker + `.log.seglift-tmp` ->
- * roll back; marker + `.log.swap` -> complete; marker and neither -> finish the remaining renames.
+ * Order (each step is followed by an fsync of the directory; the files were written, given the
+ * original's owner, mode and .log mtime, fsynced and verified from disk under `.seglift-tmp`
+ * names, which Kafka ignores):
+ *  1. marker `<base>.seglift-swap`, written under a temp name and renamed: the commit point.
+ *     From here on the rewrite is completed (rolled forward): the marker records the inode and
+ *     size of each new file and the original log's identity, so recovery renames and deletes
+ *     only files that are provably ours.
+ *  2. `.txnindex`/`.snapshot` (when present) copied to `<name>.swap`: (b) deletes every `<base>.*`
+ *     file; these copies keep them. Alone they are renamed onto identical originals.
+ *  3. the OLD `.index` is deleted. Old log without an offset index: (d) rebuilds both indexes.
+ *  4. new `.timeindex` -> `.timeindex.swap`. Alone it lands beside the old log, which (d) then
+ *     recovers (the missing .index), resetting the time index too.
+ *  5. new `.log` -> `.log.swap`. (b) makes a zero-filled index: every lookup starts at position 0
+ *     (slow, right answers); the time index is ours, and its entries go through that offset
+ *     index, so they are right too. (a) deletes our swaps: old log, recovered by (d).
+ *  6. new `.index` -> `.index.swap`: the broker completes the new segment exactly.
+ *  7. `.log.swap` -> `.log` FIRST: no `.log.swap` left, so no range is deleted any more.
+ *  8. `.timeindex.swap` -> `.timeindex`, then `.index.swap` -> `.index` (a `.cleaned` file
+ *     deleting the index swap in between leaves no .index: (d) rebuilds), then the copies.
+ *  9. marker removed.
+ * A `.index.swap` never exists without the `.log.swap` or the new `.log` beside it: alone it would
+ * put new positions beside the old log. recoverLeftovers (leftovers.ts) completes any state from
+ * step 1 on; before the marker it deletes the temp files.
  */
-import { mkdir, readFile, stat, utimes } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { SegmentIoError } from './errors.js';
+import { exists, sameContent } from './fs-util.js';
+import { copyFileSynced, fsyncDir, removeIfExists, rename, utimes, writeWholeFile } from './fsops.js';
 import {
-  copyFileSynced,
-  exists,
-  fsyncDir,
-  removeIfExists,
-  renameSynced,
-  sameContent,
-  writeFileSynced,
-} from './fs-util.js';
-import { MARKER_SUFFIX, type SegmentPaths, SWAP_SUFFIX, TMP_SUFFIX } from './names.js';
+  INDEX_SUFFIX,
+  LOG_SUFFIX,
+  MARKER_SUFFIX,
+  type SegmentFiles,
+  SNAPSHOT_SUFFIX,
+  TIMEINDEX_SUFFIX,
+  TXNINDEX_SUFFIX,
+} from './names.js';
+import { applyOwnership, ownershipOf } from './ownership.js';
 
-export type SwapStep = 'marker' | 'extras' | 'log-swap' | 'index-swaps' | 'log-renamed' | 'renamed';
+/** The files a rewrite replaces. */
+export const REWRITTEN = [LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX] as const;
+/** Files we never rewrite but copy to `.swap` so a broker completing our swap keeps them. */
+export const KEPT = [TXNINDEX_SUFFIX, SNAPSHOT_SUFFIX] as const;
 
-/** Thrown by the crash test hook: the caller must leave every file exactly as it is. */
-export class SimulatedCrash extends Error {
-  constructor(readonly step: string) {
-    super(`simulated crash after ${step}`);
-    this.name = 'SimulatedCrash';
-  }
+/** A file's identity: the same inode and size means nobody replaced or rewrote it. */
+export interface FileIdentity {
+  ino: number;
+  size: number;
+  mtimeMs: number;
 }
 
 export interface SwapMarker {
   tool: 'seglift';
-  version: 1;
+  version: 2;
   prefix: string;
   pid: number;
   host: string;
   createdAt: string;
+  /** The original .log's mtime, given to the new files (retention falls back to it). */
   mtimeMs: number;
-  sizes: { log: number; index: number; timeindex: number };
+  /** The original .log when the swap began: a swap still under temp names is rolled forward only while it is this file. */
+  source: FileIdentity;
+  /**
+   * The verified new files by suffix (.log, .index, .timeindex): their inodes survive every
+   * rename, so recovery tells our files from anybody else's under the same names.
+   */
+  rewritten: Record<string, { ino: number; size: number }>;
+  /** KEPT suffixes that were present and are copied to `.swap` (ours while equal to the original). */
   extras: string[];
 }
 
-export const REWRITTEN = ['.log', '.index', '.timeindex'] as const;
-/** Files we never rewrite but copy to `.swap` so a broker completing our swap keeps them. */
-export const KEPT = ['.txnindex', '.snapshot'] as const;
-
-export function markerPath(p: SegmentPaths): string {
-  return path.join(p.dir, `${p.prefix}${MARKER_SUFFIX}`);
-}
-
-export function tmpPath(p: SegmentPaths, suffix: string): string {
-  return path.join(p.dir, `${p.prefix}${suffix}${TMP_SUFFIX}`);
-}
-
-export function swapPath(p: SegmentPaths, suffix: string): string {
-  return path.join(p.dir, `${p.prefix}${suffix}${SWAP_SUFFIX}`);
-}
-
-export function finalPath(p: SegmentPaths, suffix: string): string {
-  return path.join(p.dir, `${p.prefix}${suffix}`);
-}
-
-export async function setMtime(files: string[], mtimeMs: number): Promise<void> {
-  const t = new Date(mtimeMs);
-  for (const f of files) if (await exists(f)) await utimes(f, t, t);
-}
-
-export async function backupOriginals(
-  p: SegmentPaths,
-  backupDir: string,
-  mtimeMs: number,
-): Promise<string[]> {
-  const dest = path.join(backupDir, path.basename(p.dir));
-  await mkdir(dest, { recursive: true });
-  const copies: { src: string; to: string; suffix: string }[] = [];
-  const kept: string[] = [];
-  // A backup already there is either this original (a rerun after a crash: keep it) or something
-  // else under the same name (a segment converted before, the same partition name in another log
-  // dir): never overwrite it, it may be the only copy of the true original.
-  for (const suffix of REWRITTEN) {
-    const src = finalPath(p, suffix);
-    if (!(await exists(src))) continue;
-    const to = path.join(dest, `${p.prefix}${suffix}`);
-    if (await exists(to)) {
-      if (await sameContent(src, to)) {
-        kept.push(to);
-        continue;
-      }
-      throw new SegmentIoError(
-        `backup ${to} already exists and differs from ${src}; refusing to overwrite it (move it away or use another --backup-dir)`,
-        { file: to },
-      );
-    }
-    copies.push({ src, to, suffix });
-  }
-  const written: string[] = [];
+export async function identityOf(file: string): Promise<FileIdentity | undefined> {
   try {
-    for (const { src, to, suffix } of copies) {
-      // Copied under a temporary name and renamed: a truncated copy (disk full, crash) never
-      // sits under the original's name where it would pass for a backup.
-      const partial = `${to}${TMP_SUFFIX}`;
-      await copyFileSynced(src, partial);
-      const st = await stat(src);
-      await utimes(partial, st.atime, suffix === '.log' ? new Date(mtimeMs) : st.mtime);
-      written.push(to);
-      await renameSynced(partial, to);
-    }
-    await fsyncDir(dest);
-    await fsyncDir(backupDir);
-  } catch (err) {
-    for (const { to } of copies) await removeIfExists(`${to}${TMP_SUFFIX}`).catch(() => {});
-    for (const f of written) await removeIfExists(f).catch(() => {});
-    throw err;
-  }
-  return [...kept, ...written];
-}
-
-export interface SwapOptions {
-  mtimeMs: number;
-  crashAfter?: SwapStep;
-}
-
-/** Steps 2-6 above; the tmp files exist and are verified. */
-export async function swapInPlace(p: SegmentPaths, opts: SwapOptions): Promise<void> {
-  const crash = (step: SwapStep) => {
-    if (opts.crashAfter === step) throw new SimulatedCrash(step);
-  };
-  const sizes = {
-    log: (await stat(tmpPath(p, '.log'))).size,
-    index: (await stat(tmpPath(p, '.index'))).size,
-    timeindex: (await stat(tmpPath(p, '.timeindex'))).size,
-  };
-  const extras: string[] = [];
-  for (const suffix of KEPT) if (await exists(finalPath(p, suffix))) extras.push(suffix);
-  const marker: SwapMarker = {
-    tool: 'seglift',
-    version: 1,
-    prefix: p.prefix,
-    pid: process.pid,
-    host: os.hostname(),
-    createdAt: new Date().toISOString(),
-    mtimeMs: opts.mtimeMs,
-    sizes,
-    extras,
-  };
-  await writeFileSynced(markerPath(p), JSON.stringify(marker));
-  await fsyncDir(p.dir);
-  crash('marker');
-
-  for (const suffix of extras) {
-    await copyFileSynced(finalPath(p, suffix), tmpPath(p, suffix));
-    await renameSynced(tmpPath(p, suffix), swapPath(p, suffix));
-  }
-  await fsyncDir(p.dir);
-  crash('extras');
-
-  await renameSynced(tmpPath(p, '.log'), swapPath(p, '.log'));
-  await fsyncDir(p.dir);
-  crash('log-swap');
-  await renameSynced(tmpPath(p, '.timeindex'), swapPath(p, '.timeindex'));
-  await renameSynced(tmpPath(p, '.index'), swapPath(p, '.index'));
-  await fsyncDir(p.dir);
-  crash('index-swaps');
-
-  await completeSwap(p, marker, crash);
-}
-
-/** Step 5-6: `.log.swap` first, then every other swap of ours, then mtime and marker. */
-export async function completeSwap(
-  p: SegmentPaths,
-  marker: SwapMarker,
-  crash: (s: SwapStep) => void = () => {},
-) {
-  if (await exists(swapPath(p, '.log'))) {
-    await renameSynced(swapPath(p, '.log'), finalPath(p, '.log'));
-    await fsyncDir(p.dir);
-  }
-  crash('log-renamed');
-  for (const suffix of ['.timeindex', '.index', ...marker.extras]) {
-    if (await exists(swapPath(p, suffix))) {
-      await renameSynced(swapPath(p, suffix), finalPath(p, suffix));
-    } else if (suffix !== '.txnindex' && suffix !== '.snapshot' && (await exists(tmpPath(p, suffix)))) {
-      // Verified (the marker says so) but not yet renamed to .swap when the crash came.
-      await renameSynced(tmpPath(p, suffix), finalPath(p, suffix));
-    }
-  }
-  await fsyncDir(p.dir);
-  crash('renamed');
-  await setMtime(
-    REWRITTEN.map((s) => finalPath(p, s)),
-    marker.mtimeMs,
-  );
-  for (const suffix of KEPT) await removeIfExists(tmpPath(p, suffix));
-  await removeIfExists(markerPath(p));
-  await fsyncDir(p.dir);
-}
-
-export async function readMarker(p: SegmentPaths): Promise<SwapMarker | undefined> {
-  try {
-    const m = JSON.parse(await readFile(markerPath(p), 'utf8')) as SwapMarker;
-    if (m.tool !== 'seglift' || m.version !== 1 || m.prefix !== p.prefix) return undefined;
-    return m;
+    const st = await stat(file);
+    return { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
   } catch {
     return undefined;
   }
 }
 
-export function assertSizes(p: SegmentPaths, marker: SwapMarker, actual: { log?: number }): void {
-  if (actual.log !== undefined && actual.log !== marker.sizes.log) {
-    throw new SegmentIoError(
-      `swap file size ${actual.log} differs from the verified size ${marker.sizes.log}; left for an operator`,
-      { file: swapPath(p, '.log') },
-    );
+export function sameFile(
+  a: { ino: number; size: number } | undefined,
+  b: { ino: number; size: number },
+): boolean {
+  return a !== undefined && a.ino === b.ino && a.size === b.size;
+}
+
+/**
+ * Steps 1-9 above. The caller holds the segment lock and the partition lock, and the new files
+ * exist under their temp names, verified and fsynced.
+ */
+export async function swapInPlace(seg: SegmentFiles, mtimeMs: number): Promise<void> {
+  const source = await identityOf(seg.log);
+  if (!source) throw new SegmentIoError('the segment disappeared before its swap', { file: seg.log });
+  const rewritten: SwapMarker['rewritten'] = {};
+  for (const suffix of REWRITTEN) {
+    const st = await stat(seg.tmp(suffix));
+    rewritten[suffix] = { ino: st.ino, size: st.size };
   }
+  const extras: string[] = [];
+  for (const suffix of KEPT) if (await exists(seg.file(suffix))) extras.push(suffix);
+  const marker: SwapMarker = {
+    tool: 'seglift',
+    version: 2,
+    prefix: seg.prefix,
+    pid: process.pid,
+    host: os.hostname(),
+    createdAt: new Date().toISOString(),
+    mtimeMs,
+    source,
+    rewritten,
+    extras,
+  };
+  const pending = seg.tmp(MARKER_SUFFIX);
+  await writeWholeFile(pending, JSON.stringify(marker), { sync: true });
+  await rename(pending, seg.marker);
+  await fsyncDir(seg.dir);
+  await rollForward(seg, marker);
+}
+
+/** Where the new log is: still under its temp name, renamed to `.swap`, or in place. */
+type NewLogState = 'tmp' | 'swap' | 'final' | 'gone';
+
+async function newLogState(seg: SegmentFiles, marker: SwapMarker): Promise<NewLogState> {
+  const ours = marker.rewritten[LOG_SUFFIX];
+  if (sameFile(await identityOf(seg.tmp(LOG_SUFFIX)), ours)) return 'tmp';
+  if (sameFile(await identityOf(seg.swap(LOG_SUFFIX)), ours)) return 'swap';
+  if (sameFile(await identityOf(seg.log), ours)) return 'final';
+  return 'gone';
+}
+
+/**
+ * The files of this swap still on disk under a temp or `.swap` name that are provably ours: a
+ * rewritten file with the inode and size the marker records, a copy of a kept file equal to
+ * its original. Nothing else under these names is ever renamed or deleted by recovery (a
+ * `.txnindex.swap` of Kafka's cleaner, say).
+ */
+export async function ownedLeftovers(seg: SegmentFiles, marker: SwapMarker): Promise<string[]> {
+  const out: string[] = [];
+  for (const suffix of REWRITTEN) {
+    for (const f of [seg.tmp(suffix), seg.swap(suffix)])
+      if (sameFile(await identityOf(f), marker.rewritten[suffix])) out.push(f);
+  }
+  for (const suffix of marker.extras) {
+    if (await exists(seg.tmp(suffix))) out.push(seg.tmp(suffix)); // a temp name is never Kafka's
+    const copy = seg.swap(suffix);
+    if (
+      (await exists(copy)) &&
+      (await exists(seg.file(suffix))) &&
+      (await sameContent(copy, seg.file(suffix)))
+    )
+      out.push(copy);
+  }
+  return out;
+}
+
+async function abandon(seg: SegmentFiles, marker: SwapMarker): Promise<'abandoned'> {
+  for (const f of await ownedLeftovers(seg, marker)) await removeIfExists(f);
+  await removeIfExists(seg.marker);
+  await fsyncDir(seg.dir);
+  return 'abandoned';
+}
+
+/**
+ * Completes the swap from whatever step a crash stopped it at (steps 2-9). Before step 5 the
+ * original log is still in place: when it changed meanwhile (a broker started and its cleaner
+ * rewrote the segment) or a verified file went missing, the swap is abandoned instead: our files
+ * are removed and the segment is as the broker left it (without an .index after step 3, which
+ * the broker rebuilds). The caller holds the partition lock.
+ */
+export async function rollForward(seg: SegmentFiles, marker: SwapMarker): Promise<'completed' | 'abandoned'> {
+  // One of our temp or swap files with another size than verified: something wrote to it since.
+  // Guessing could serve a damaged segment; everything stays as it is for an operator. (Under
+  // its final name it is the broker's to append to: a broker started since owns it.)
+  for (const suffix of REWRITTEN) {
+    const ours = marker.rewritten[suffix];
+    for (const f of [seg.tmp(suffix), seg.swap(suffix)]) {
+      const id = await identityOf(f);
+      if (id && id.ino === ours.ino && id.size !== ours.size) {
+        throw new SegmentIoError(
+          `${path.basename(f)} of an interrupted swap has ${id.size} bytes where ${ours.size} were verified; everything is left as it is for an operator (compare with the backup, or delete the seglift files of this segment and convert it again)`,
+          { file: f },
+        );
+      }
+    }
+  }
+  const state = await newLogState(seg, marker);
+  if (state === 'gone') {
+    // Our log is nowhere: a broker completed the swap and rewrote the segment since, or someone
+    // moved files. Only our own leftovers go; a .swap file of anybody else stays and is reported.
+    return abandon(seg, marker);
+  }
+  if (state === 'tmp') {
+    const indexesIntact =
+      sameFile(await identityOf(seg.tmp(INDEX_SUFFIX)), marker.rewritten[INDEX_SUFFIX]) &&
+      (sameFile(await identityOf(seg.tmp(TIMEINDEX_SUFFIX)), marker.rewritten[TIMEINDEX_SUFFIX]) ||
+        sameFile(await identityOf(seg.swap(TIMEINDEX_SUFFIX)), marker.rewritten[TIMEINDEX_SUFFIX]));
+    // A .swap under one of our names that is not our copy: somebody else's (a broker started
+    // since and its cleaner left it). Never overwritten; the swap is given up.
+    let foreignCopy = false;
+    for (const suffix of marker.extras) {
+      const copy = seg.swap(suffix);
+      if ((await exists(copy)) && !(await sameContent(copy, seg.file(suffix)))) foreignCopy = true;
+    }
+    if (!indexesIntact || foreignCopy || !sameFile(await identityOf(seg.log), marker.source))
+      return abandon(seg, marker);
+    // 2. copies of the files we keep (a partial copy from the crash is redone).
+    for (const suffix of marker.extras) {
+      await removeIfExists(seg.tmp(suffix));
+      if (await exists(seg.swap(suffix))) continue;
+      const owner = await ownershipOf(seg.file(suffix));
+      await copyFileSynced(seg.file(suffix), seg.tmp(suffix), owner.mode);
+      await applyOwnership(seg.tmp(suffix), owner);
+      await rename(seg.tmp(suffix), seg.swap(suffix));
+    }
+    await fsyncDir(seg.dir);
+    // 3. the old offset index
+    if (await removeIfExists(seg.index)) await fsyncDir(seg.dir);
+    // 4. time index
+    if (await exists(seg.tmp(TIMEINDEX_SUFFIX))) {
+      await rename(seg.tmp(TIMEINDEX_SUFFIX), seg.swap(TIMEINDEX_SUFFIX));
+      await fsyncDir(seg.dir);
+    }
+    // 5. log
+    await rename(seg.tmp(LOG_SUFFIX), seg.swap(LOG_SUFFIX));
+    await fsyncDir(seg.dir);
+  }
+  if (state === 'tmp' || state === 'swap') {
+    // 6. offset index (missing only if someone removed it: then the broker rebuilds it)
+    if (sameFile(await identityOf(seg.tmp(INDEX_SUFFIX)), marker.rewritten[INDEX_SUFFIX])) {
+      await rename(seg.tmp(INDEX_SUFFIX), seg.swap(INDEX_SUFFIX));
+      await fsyncDir(seg.dir);
+    }
+    // 7. the log in place: from here no .log.swap, nothing deleted by a broker's completion.
+    await rename(seg.swap(LOG_SUFFIX), seg.log);
+    await fsyncDir(seg.dir);
+  }
+  // 8. the rest, time index before offset index, then the copies; only files provably ours.
+  const owned = new Set(await ownedLeftovers(seg, marker));
+  for (const suffix of [TIMEINDEX_SUFFIX, INDEX_SUFFIX, ...marker.extras]) {
+    for (const f of [seg.swap(suffix), seg.tmp(suffix)]) {
+      if (!owned.has(f)) continue;
+      if (KEPT.includes(suffix as (typeof KEPT)[number]) && f === seg.tmp(suffix)) await removeIfExists(f);
+      else await rename(f, seg.file(suffix));
+    }
+  }
+  await fsyncDir(seg.dir);
+  // 9. the mtime (renames keep it; set again in case a crash came between) and the marker.
+  const t = new Date(marker.mtimeMs);
+  for (const s of REWRITTEN) {
+    if (sameFile(await identityOf(seg.file(s)), marker.rewritten[s])) await utimes(seg.file(s), t, t);
+  }
+  await removeIfExists(seg.marker);
+  await fsyncDir(seg.dir);
+  return 'completed';
+}
+
+/** The marker of `seg`, or undefined when absent, unreadable or not ours. */
+export async function readMarker(seg: SegmentFiles): Promise<SwapMarker | undefined> {
+  let m: SwapMarker;
+  try {
+    m = JSON.parse(await readFile(seg.marker, 'utf8')) as SwapMarker;
+  } catch {
+    return undefined;
+  }
+  if (
+    m?.tool !== 'seglift' ||
+    m.version !== 2 ||
+    m.prefix !== seg.prefix ||
+    !Array.isArray(m.extras) ||
+    REWRITTEN.some((s) => typeof m.rewritten?.[s]?.ino !== 'number')
+  )
+    return undefined;
+  return m;
 }

@@ -1,21 +1,20 @@
 import { readFile } from 'node:fs/promises';
 import {
-  CorruptRecordError,
   type LogicalRecord,
   logicalRecordsEqual,
   logicalRecordsOfBatch,
   type RecordBatchHeader,
-  SegliftError,
   SegmentIndexBuilder,
 } from '@seglift/format';
 import { logicalRecordsOfLegacyEntry } from '@seglift/legacy';
 import { type EntryInfo, inspectEntry, withEntryContext } from './entry.js';
-import { VerifyMismatchError } from './errors.js';
+import { toSegmentError, VerifyMismatchError } from './errors.js';
 import { exists } from './fs-util.js';
 import { IndexChecker, type IndexProblem } from './index-check.js';
-import { segmentPaths } from './names.js';
+import type { SegmentFiles } from './names.js';
 import type { RecompressedBatchProofs } from './proofs.js';
 import { readSegmentEntries } from './reader.js';
+import { requireSegment } from './segment-file.js';
 
 /**
  * One shallow entry. `records` is decoded on first use: a source batch with a proof from convert
@@ -298,6 +297,8 @@ export interface VerifyReport {
   problems: VerifyProblem[];
   /** The typed error that stopped the scan, in toJSON form. */
   error?: Record<string, unknown>;
+  /** Reading stopped at `error`: entries, records and offsets count what came before it. */
+  stoppedAtError?: boolean;
   durationMs: number;
 }
 
@@ -320,7 +321,19 @@ export async function verifySegment(
   options: VerifySegmentOptions = {},
 ): Promise<VerifyReport> {
   const start = performance.now();
-  const p = segmentPaths(logPath);
+  let p: SegmentFiles;
+  try {
+    p = (await requireSegment(logPath)).files;
+  } catch (err) {
+    const e = toSegmentError(err, logPath);
+    return {
+      ...emptyVerifyReport(logPath),
+      ok: false,
+      error: e.toJSON(),
+      problems: [{ kind: 'structure', message: e.detail, file: logPath }],
+      durationMs: performance.now() - start,
+    };
+  }
   const hasIndex = await exists(p.index);
   const hasTimeIndex = await exists(p.timeindex);
   const checker = new IndexChecker(
@@ -331,17 +344,11 @@ export async function verifySegment(
     p.baseOffset,
   );
   const report: VerifyReport = {
-    path: logPath,
-    ok: true,
-    entries: 0,
-    records: 0,
-    bytes: 0,
+    ...emptyVerifyReport(logPath),
     indexEntries: checker.offsetEntries,
     timeIndexEntries: checker.timeEntries,
     hasIndex,
     hasTimeIndex,
-    problems: [],
-    durationMs: 0,
   };
   let last: bigint | undefined;
   const addOffsetProblem = (message: string, position: number, offset: bigint) => {
@@ -396,14 +403,15 @@ export async function verifySegment(
     report.lastOffset = last?.toString();
   } catch (err) {
     report.ok = false;
-    const e =
-      err instanceof SegliftError
-        ? err
-        : new CorruptRecordError(String((err as Error)?.message ?? err), { file: logPath });
+    // What was read before the error, so the operator sees how far the segment is good.
+    report.lastOffset = last?.toString();
+    report.stoppedAtError = true;
+    const e = toSegmentError(err, logPath);
     report.error = e.toJSON();
     report.problems.push({
       kind: 'structure',
-      message: e.message,
+      // The problem carries position and offset as fields: the detail, not the rendered message.
+      message: e.detail,
       file: logPath,
       position: e.position,
       offset: e.offset?.toString(),
@@ -413,6 +421,22 @@ export async function verifySegment(
   if (report.problems.length > 0) report.ok = false;
   report.durationMs = performance.now() - start;
   return report;
+}
+
+function emptyVerifyReport(logPath: string): VerifyReport {
+  return {
+    path: logPath,
+    ok: true,
+    entries: 0,
+    records: 0,
+    bytes: 0,
+    indexEntries: 0,
+    timeIndexEntries: 0,
+    hasIndex: false,
+    hasTimeIndex: false,
+    problems: [],
+    durationMs: 0,
+  };
 }
 
 function indexProblem(p: IndexProblem): VerifyProblem {

@@ -1,4 +1,4 @@
-import { statSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CompressionType } from '@seglift/format';
 import { describe, expect, it } from 'vitest';
@@ -71,6 +71,7 @@ describe('seglift audit', () => {
       convertBytes: 104 + gzipSize,
       estimatedBytesAfter: 146 + 83,
       errors: 0,
+      readiness: 'not-ready',
     });
   });
 
@@ -90,7 +91,66 @@ describe('seglift audit', () => {
     expect(out[0]).toMatch(/^PARTITION\s+SEGMENTS\s+BYTES\s+LEGACY SEGS/);
     expect(out[1]).toMatch(/^t-0\s+2\s+136 B\s+2\s+64 B\s+v0\/none=64 B v2\/none=72 B\s+1\s+104 B/);
     expect(out.at(-1)).toBe(
-      "Kafka 4 readiness: 2 segments still hold magic 0/1 data; 'seglift migrate' upconverts them to v2.",
+      "Kafka 4 readiness: NOT READY: 2 segments still hold magic 0/1 data; 'seglift migrate' upconverts them to v2.",
+    );
+  });
+
+  it('never says ready when it read nothing: a missing path, an empty dir, an unreadable segment', async () => {
+    const missing = await run(['audit', '/does/not/exist']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/\/does\/not\/exist: no such file or directory/);
+    expect(missing.stdout).not.toMatch(/ready/);
+    const empty = tmpDir();
+    const e = await run(['audit', empty]);
+    expect(e.code).toBe(2);
+    expect(e.stderr).toMatch(/no Kafka segments under/);
+    expect(e.stdout).not.toMatch(/ready/);
+    // A corrupt segment among good v2 ones: the answer is unknown, exit 1.
+    const dir = tmpDir();
+    writeSegment(path.join(dir, 'v-0'), 0n, [v2Batch(0n, 1)]);
+    const bad = writeSegment(path.join(dir, 'v-0'), 1n, [v2Batch(1n, 1)]);
+    const bytes = readFileSync(bad);
+    bytes[30] ^= 0xff;
+    writeFileSync(bad, bytes);
+    writeSegment(path.join(dir, 'v-0'), 2n, [v2Batch(2n, 1)]);
+    const u = await run(['audit', dir]);
+    expect(u.code).toBe(1);
+    expect(lines(u.stdout).at(-1)).toMatch(/^Kafka 4 readiness: UNKNOWN: 1 segment could not be read/);
+    // All v2, all read: ready.
+    const good = tmpDir();
+    writeSegment(path.join(good, 'w-0'), 0n, [v2Batch(0n, 1)]);
+    const g = await run(['audit', good]);
+    expect(g.code).toBe(0);
+    expect(lines(g.stdout).at(-1)).toBe(
+      'Kafka 4 readiness: ready: all 1 segment read, no magic 0/1 data found.',
+    );
+  });
+
+  it('a segment file is audited as that segment; the KRaft metadata log is passed over', async () => {
+    const dir = logDir();
+    const one = await run([
+      'audit',
+      path.join(dir, 't-0', '00000000000000000000.log'),
+      '--codec',
+      'none',
+      '--json',
+    ]);
+    expect(one.code).toBe(0);
+    const [p, summary] = lines(one.stdout).map((l) => JSON.parse(l));
+    expect(p).toMatchObject({ topic: 't', partition: 0, segments: 1, convertSegments: 1, legacySegments: 1 });
+    expect(summary.readiness).toBe('not-ready');
+    writeSegment(path.join(dir, '__cluster_metadata-0'), 0n, [v2Batch(0n, 1, CompressionType.GZIP)]);
+    const r = await run(['audit', dir, '--json']);
+    const objs = lines(r.stdout).map((l) => JSON.parse(l));
+    expect(objs.filter((o) => o.type === 'partition').map((o) => o.topic)).toEqual(['t', 't']);
+    expect(objs.find((o) => o.type === 'ignored')).toMatchObject({
+      dir: path.join(dir, '__cluster_metadata-0'),
+      reason: expect.stringMatching(/KRaft metadata log/),
+    });
+    const m = await run(['audit', path.join(dir, '__cluster_metadata-0')]);
+    expect(m.code).toBe(2);
+    expect(m.stderr).toMatch(
+      /no Kafka segments under .*passed over: .*__cluster_metadata-0 \(the KRaft metadata log/,
     );
   });
 

@@ -11,14 +11,15 @@ import {
   SegliftError,
 } from '@seglift/format';
 import { type Grouping, legacyCompression, Upconverter } from '@seglift/legacy';
-import { findPartitionSegments } from '@seglift/segment';
+import { type IgnoredDir, parsePartitionDirName } from '@seglift/segment';
 import { flag, intOpt, parse, requirePositionals } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
-import { EXIT_CODES_HELP, ExitCode, formatError, isFsError } from '../exit-codes.js';
+import { EXIT_CODES_HELP, ExitCode, formatError, isFsError, UsageError } from '../exit-codes.js';
 import { toJsonLine } from '../io.js';
 import { LogFileReader } from '../log-reader.js';
 import { loadSettings } from '../settings.js';
 import { formatBytes, renderTable } from '../table.js';
+import { noSegmentsMessage, resolveTargets } from '../targets.js';
 
 export const DEFAULT_SAMPLE_BYTES = 16 * 1024 * 1024;
 
@@ -113,34 +114,40 @@ export const auditCommand: Command = {
   },
 };
 
-/** Reads every segment under `dirs`; returns the per-partition audits. */
-export async function auditPartitions(dirs: string[], options: AuditOptions = {}): Promise<PartitionAudit[]> {
-  const out: PartitionAudit[] = [];
-  for (const dir of dirs) {
-    for (const p of await findPartitionSegments(dir)) {
-      const m = /^(.+)-(\d+)$/.exec(path.basename(p.partitionDir));
-      out.push(
-        await auditPartition(
-          {
-            dir: p.partitionDir,
-            topic: m ? m[1] : path.basename(p.partitionDir),
-            partition: m ? Number(m[2]) : -1,
-            segments: p.segments,
-          },
-          options,
-        ),
-      );
-    }
+/** Reads every segment under `dirs` (or each named segment); returns the per-partition audits. */
+export async function auditPartitions(
+  dirs: string[],
+  options: AuditOptions = {},
+): Promise<{ audits: PartitionAudit[]; ignored: IgnoredDir[] }> {
+  const { partitions, ignored } = await resolveTargets(dirs, 'audit');
+  const audits: PartitionAudit[] = [];
+  for (const p of partitions) {
+    const tp = parsePartitionDirName(path.basename(p.dir));
+    audits.push(
+      await auditPartition(
+        {
+          dir: p.dir,
+          topic: tp ? tp.topic : path.basename(p.dir),
+          partition: tp ? tp.partition : -1,
+          segments: p.segments,
+          // A segment named on the command line is audited as migrate/convert would treat it.
+          activePath: p.namedFile && !options.includeActive ? undefined : p.activePath,
+        },
+        options,
+      ),
+    );
   }
-  return out;
+  return { audits, ignored };
 }
 
 interface PartitionDir {
   dir: string;
   topic: string;
   partition: number;
-  /** By base offset; the last one is the active segment. */
+  /** By base offset. */
   segments: { path: string }[];
+  /** The active segment, left alone unless includeActive. */
+  activePath?: string;
 }
 
 async function auditPartition(p: PartitionDir, options: AuditOptions): Promise<PartitionAudit> {
@@ -156,7 +163,7 @@ async function auditPartition(p: PartitionDir, options: AuditOptions): Promise<P
     legacySegments: 0,
     legacyBytes: 0,
     bytesByFormat: {},
-    activeSegment: p.segments[p.segments.length - 1].path,
+    activeSegment: p.activePath ?? '',
     convertSegments: 0,
     convertBytes: 0,
     estimatedBytesAfter: 0,
@@ -169,7 +176,7 @@ async function auditPartition(p: PartitionDir, options: AuditOptions): Promise<P
   const pending: { unchanged: number; sampledOut: number; unsampled: number; bytes: number }[] = [];
   for (let i = 0; i < p.segments.length; i++) {
     const seg = p.segments[i];
-    const active = i === p.segments.length - 1;
+    const active = seg.path === p.activePath;
     let segBytes = 0;
     let legacy = 0;
     let changeable = 0;
@@ -250,7 +257,8 @@ export async function audit(
   ctx: CommandContext,
   options: AuditOptions = {},
 ): Promise<number> {
-  const audits = await auditPartitions(dirs, options);
+  const { audits, ignored } = await auditPartitions(dirs, options);
+  if (audits.length === 0) throw new UsageError(noSegmentsMessage(dirs, ignored), 'audit');
   const total = {
     partitions: audits.length,
     segments: 0,
@@ -275,7 +283,8 @@ export async function audit(
   const codec = options.codec ?? 'zstd';
   if (options.json) {
     for (const a of audits) ctx.out.line(toJsonLine({ type: 'partition', ...a }));
-    ctx.out.line(toJsonLine({ type: 'summary', codec, ...total }));
+    for (const i of ignored) ctx.out.line(toJsonLine({ type: 'ignored', ...i }));
+    ctx.out.line(toJsonLine({ type: 'summary', codec, ...total, readiness: readiness(total) }));
   } else {
     const rows = audits.map((a) => [
       `${a.topic}-${a.partition}`,
@@ -317,12 +326,26 @@ export async function audit(
         ` to about ${formatBytes(total.estimatedBytesAfter)}` +
         (options.includeActive ? '.' : '; active segments are left alone (--include-active to count them).'),
     );
-    ctx.out.line(
-      total.legacySegments === 0
-        ? 'Kafka 4 readiness: no magic 0/1 data found.'
-        : `Kafka 4 readiness: ${total.legacySegments} segments still hold magic 0/1 data; 'seglift migrate' upconverts them to v2.`,
-    );
+    for (const i of ignored) ctx.out.line(`passed over ${i.dir}: ${i.reason}`);
+    ctx.out.line(readinessLine(total));
   }
   for (const a of audits) for (const e of a.errors) ctx.err.line(e);
   return total.errors > 0 ? ExitCode.SEGMENT_FAILED : ExitCode.OK;
+}
+
+function readiness(t: { legacySegments: number; errors: number }): 'ready' | 'not-ready' | 'unknown' {
+  return t.errors > 0 ? 'unknown' : t.legacySegments > 0 ? 'not-ready' : 'ready';
+}
+
+/**
+ * The answer an operator reads before a Kafka 4 upgrade. "Ready" only when every segment was
+ * read to its end: a segment that could not be read may hold magic 0/1 data.
+ */
+export function readinessLine(t: { segments: number; legacySegments: number; errors: number }): string {
+  const r = readiness(t);
+  if (r === 'unknown')
+    return `Kafka 4 readiness: UNKNOWN: ${t.errors} segment${t.errors === 1 ? '' : 's'} could not be read (see the errors above); fix or remove them and audit again.`;
+  if (r === 'not-ready')
+    return `Kafka 4 readiness: NOT READY: ${t.legacySegments} segment${t.legacySegments === 1 ? '' : 's'} still hold magic 0/1 data; 'seglift migrate' upconverts them to v2.`;
+  return `Kafka 4 readiness: ready: all ${t.segments} segment${t.segments === 1 ? '' : 's'} read, no magic 0/1 data found.`;
 }

@@ -21,6 +21,7 @@ import {
   settingsLine,
 } from '../settings.js';
 import { formatBytes, formatDuration } from '../table.js';
+import { noSegmentsMessage } from '../targets.js';
 import { reportFailures } from './convert.js';
 
 const HELP = `Usage: seglift migrate <dir>... [options]
@@ -112,15 +113,24 @@ export async function migrateDirs(
   options: MigrateCliOptions,
 ): Promise<number> {
   const bar = new ProgressBar(ctx.io.stderr, ctx.io.stderrIsTTY && !options.json && !options.quiet);
-  // Ctrl-C stops handing out segments; conversions in flight finish or roll back cleanly.
+  // Ctrl-C or SIGTERM stops handing out segments; conversions in flight roll back cleanly, swaps
+  // in flight complete. A second Ctrl-C kills at once (still crash-safe: a rerun completes).
   const abort = new AbortController();
-  const onSigint = () => {
-    ctx.err.line('interrupted: finishing the segments in flight (Ctrl-C again to kill)');
+  let stoppedBy: NodeJS.Signals | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    stoppedBy = signal;
+    bar.done();
+    ctx.err.line(
+      `${signal === 'SIGINT' ? 'interrupted' : 'terminated'}: letting the segments in flight finish or roll back` +
+        (signal === 'SIGINT' ? ' (Ctrl-C again to stop at once)' : ''),
+    );
     void ctx.err.flush();
     abort.abort();
-    process.removeListener('SIGINT', onSigint);
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
   };
-  process.on('SIGINT', onSigint);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   let result: MigrateResult;
   try {
     result = await migrate(dirs, {
@@ -148,26 +158,38 @@ export async function migrateDirs(
       },
     });
   } finally {
-    process.removeListener('SIGINT', onSigint);
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
     bar.done();
   }
-  if (result.partitions === 0) throw new UsageError(`no Kafka segments under ${dirs.join(', ')}`, 'migrate');
+  if (result.partitions === 0 && !result.interrupted)
+    throw new UsageError(noSegmentsMessage(dirs, result.ignored), 'migrate');
   const { reports, summary } = result;
   if (options.json) {
+    for (const i of result.ignored) ctx.out.line(toJsonLine({ type: 'ignored', ...i }));
     ctx.out.line(
       toJsonLine({
         type: 'summary',
         partitions: result.partitions,
         ...summary,
+        interrupted: result.interrupted,
         ...(options.settings ? { settings: pipelineSettings(options.settings.config) } : {}),
       }),
     );
   } else {
     if (!options.quiet) ctx.out.line(formatReportTable(reports, summary));
+    for (const i of result.ignored) ctx.out.line(`passed over ${i.dir}: ${i.reason}`);
     if (options.settings) ctx.out.line(settingsLine(options.settings));
     ctx.out.line(summaryLine(summary, reports));
   }
   reportFailures(ctx, reports);
+  if (result.interrupted) {
+    ctx.err.line(
+      `${stoppedBy === 'SIGTERM' ? 'terminated' : 'interrupted'}: ${summary.converted} converted, ` +
+        `${summary.notStarted} left as they were; run the same command again to resume`,
+    );
+    return stoppedBy === 'SIGTERM' ? ExitCode.TERMINATED : ExitCode.INTERRUPTED;
+  }
   return summary.failed > 0 ? ExitCode.SEGMENT_FAILED : ExitCode.OK;
 }
 
@@ -181,7 +203,8 @@ export function summaryLine(s: RunSummary, reports: SegmentReport[]): string {
     convOut += r.bytesOut;
   }
   return (
-    `converted ${s.converted} segments, skipped ${s.skipped}, failed ${s.failed}: ` +
+    `converted ${s.converted} segments, skipped ${s.skipped}, failed ${s.failed}` +
+    `${s.notStarted ? `, not started ${s.notStarted}` : ''}: ` +
     `${formatBytes(convIn)} -> ${formatBytes(convOut)}${s.ratio ? ` (ratio ${s.ratio.toFixed(3)})` : ''} ` +
     `in ${formatDuration(s.durationMs)}`
   );

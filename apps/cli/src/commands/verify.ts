@@ -1,12 +1,14 @@
 import { type VerifyReport, verifySegment } from '@seglift/segment';
 import { flag, intOpt, parse, requirePositionals } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
-import { EXIT_CODES_HELP, ExitCode } from '../exit-codes.js';
+import { EXIT_CODES_HELP, ExitCode, UsageError } from '../exit-codes.js';
 import { toJsonLine } from '../io.js';
+import { count } from '../table.js';
+import { noSegmentsMessage, resolveTargets } from '../targets.js';
 
-const HELP = `Usage: seglift verify <segment.log>... [options]
+const HELP = `Usage: seglift verify <segment.log|dir>... [options]
 
-Check segments on disk: every CRC (v2 CRC-32C, legacy outer and inner CRC-32), the structure
+Check segments on disk (a directory: every segment under it, found as migrate finds them): every CRC (v2 CRC-32C, legacy outer and inner CRC-32), the structure
 (every record decodes, counts and lengths agree), offsets strictly increasing and not below
 the base offset, and the .index/.timeindex next to each .log against the log. A missing
 index is reported but is not a failure (the broker rebuilds or creates it).
@@ -39,7 +41,10 @@ export const verifyCommand: Command = {
       'max-decompressed-bytes': { type: 'string' },
       json: { type: 'boolean' },
     });
-    const files = requirePositionals('verify', p, '<segment.log>...');
+    const args = requirePositionals('verify', p, '<segment.log|dir>...');
+    const { partitions, ignored } = await resolveTargets(args, 'verify');
+    const files = partitions.flatMap((t) => t.segments.map((s) => s.path));
+    if (files.length === 0) throw new UsageError(noSegmentsMessage(args, ignored), 'verify');
     return verify(files, ctx, {
       shallow: flag(p, 'shallow'),
       acceptTruncatedTail: flag(p, 'accept-truncated-tail'),
@@ -51,9 +56,12 @@ export const verifyCommand: Command = {
 
 function summaryOf(r: VerifyReport): string {
   const offsets = r.firstOffset === undefined ? 'no offsets' : `offsets ${r.firstOffset}..${r.lastOffset}`;
-  const index = r.hasIndex ? `index ${r.indexEntries} entries` : 'no .index';
-  const timeIndex = r.hasTimeIndex ? `timeindex ${r.timeIndexEntries} entries` : 'no .timeindex';
-  return `${r.entries} batches, ${r.records} records, ${r.bytes} bytes, ${offsets}, ${index}, ${timeIndex}`;
+  const before = r.stoppedAtError ? 'before the error: ' : '';
+  const index = r.hasIndex ? `.index ${count(r.indexEntries, 'entry', 'entries')}` : 'no .index';
+  const timeIndex = r.hasTimeIndex
+    ? `.timeindex ${count(r.timeIndexEntries, 'entry', 'entries')}`
+    : 'no .timeindex';
+  return `${before}${count(r.entries, 'batch', 'batches')}, ${count(r.records, 'record')}, ${count(r.bytes, 'byte')}, ${offsets}, ${index}, ${timeIndex}`;
 }
 
 export async function verify(
@@ -71,6 +79,12 @@ export async function verify(
     if (!r.ok) failed++;
     if (options.json) {
       ctx.out.line(toJsonLine({ type: 'verify', ...r }));
+      continue;
+    }
+    if (r.error && r.entries === 0 && (r.error.code === 'NOT_A_SEGMENT' || r.error.code === 'IO')) {
+      // Nothing was read: the reason is the whole story (and goes to stderr below).
+      ctx.out.line(`FAILED ${file}: ${String(r.error.message)}`);
+      ctx.err.line(`error[${String(r.error.code)}]: ${verifyErrorMessage(r.error)}`);
       continue;
     }
     ctx.out.line(`${r.ok ? 'OK' : 'FAILED'} ${file}: ${summaryOf(r)}`);

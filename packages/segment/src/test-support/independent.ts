@@ -5,7 +5,6 @@
  * Nothing here uses @seglift/format or @seglift/legacy.
  */
 
-import { readdir, readFile, rename, unlink } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -212,26 +211,4 @@ export function recoveryIndexes(
   }
   timeAppend();
   return { index: Buffer.concat(idx), timeindex: Buffer.concat(tix) };
-}
-
-/**
- * Kafka's LogLoader swap completion, reimplemented from ref §6.6 for the test: for each
- * `.log.swap`, delete every non-swap file whose offset prefix lies in [base, next offset), then
- * rename every `.swap`.
- */
-export async function kafkaCompleteSwaps(pdir: string): Promise<void> {
-  const names = await readdir(pdir);
-  const ranges: [bigint, bigint][] = [];
-  for (const n of names.filter((x) => x.endsWith('.log.swap'))) {
-    const base = BigInt(n.slice(0, 20));
-    const entries = shallowEntries(await readFile(path.join(pdir, n)));
-    ranges.push([base, entries.length ? entries.at(-1)!.lastOffset + 1n : base]);
-  }
-  for (const n of names) {
-    if (n.endsWith('.swap') || !/^\d{20}\./.test(n)) continue;
-    const off = BigInt(n.slice(0, 20));
-    if (ranges.some(([a, b]) => off >= a && off < b)) await unlink(path.join(pdir, n));
-  }
-  for (const n of await readdir(pdir))
-    if (n.endsWith('.swap')) await rename(path.join(pdir, n), path.join(pdir, n.slice(0, -5)));
 }
