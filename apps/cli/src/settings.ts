@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { type Config, type LoadedConfig, loadConfigWithSources } from '@seglift/config';
+import { type LoadedConfig, loadConfigWithSources } from '@seglift/config';
 import { intOpt, type Parsed, str } from './args.js';
 import type { CommandContext } from './command.js';
 
@@ -63,19 +63,6 @@ export function loadSettings(
   // The schema wants an absolute path; a flag is relative to where seglift was started.
   if (backupDir !== undefined) flags.backupDir = path.resolve(ctx.io.cwd, backupDir);
   return loadConfigWithSources({ file: str(p, 'config'), env: ctx.io.env, flags });
-}
-
-/** The pipeline settings a command used, for its summary (JSON). */
-export function pipelineSettings(config: Config): Record<string, unknown> {
-  return {
-    codec: config.codec,
-    level: config.level ?? null,
-    grouping: config.grouping,
-    coalesceBytes: config.coalesceBytes,
-    maxBatchBytes: config.maxBatchBytes,
-    indexIntervalBytes: config.indexIntervalBytes,
-    maxDecompressedBatchBytes: config.limits.maxDecompressedBatchBytes,
-  };
 }
 
 /**

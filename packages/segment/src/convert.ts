@@ -5,6 +5,7 @@ import {
   batchLastOffset,
   type CodecName,
   CorruptRecordError,
+  codecId,
   DEFAULT_INDEX_INTERVAL_BYTES,
   InvalidArgumentError,
   readRecordBatchHeader,
@@ -14,7 +15,7 @@ import {
 import { DEFAULT_MAX_BATCH_BYTES, type Grouping, Upconverter } from '@seglift/legacy';
 import { assertBackupDirOutside, backupOriginals } from './backup.js';
 import { isActiveSegment } from './discovery.js';
-import { codecIdOf, codecLabel, inspectEntry, withEntryContext } from './entry.js';
+import { codecLabel, inspectEntry, needsRewrite, withEntryContext } from './entry.js';
 import { toSegmentError } from './errors.js';
 import { exists } from './fs-util.js';
 import {
@@ -178,7 +179,7 @@ function validate(options: ConvertOptions): void {
     throw new InvalidArgumentError('convertSegment needs exactly one of outDir or inPlace: true');
   }
   if (options.backupDir && !options.inPlace) throw new InvalidArgumentError('backupDir needs inPlace');
-  codecIdOf(options.codec);
+  codecId(options.codec);
 }
 
 /**
@@ -201,10 +202,9 @@ async function alreadyConverted(
     signal: options.signal,
     reuseBuffers: true,
   })) {
-    if (entry.magic !== 2) return false;
     const info = inspectEntry(entry, logPath);
+    if (needsRewrite(info, codec)) return false;
     const h = info.header!;
-    if (!(info.isControl || h.recordsCount === 0 || info.codec === codec)) return false;
     report.batchesIn++;
     report.recordsIn += h.recordsCount;
     const key = `v2/${codecLabel(info.codec)}`;
@@ -231,7 +231,7 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
   try {
     validate(options);
     options.signal?.throwIfAborted();
-    const codec = codecIdOf(options.codec);
+    const codec = codecId(options.codec);
     const { files: src, size } = await requireSegment(logPath);
     report.bytesIn = size;
     if (options.inPlace) {
@@ -475,7 +475,7 @@ async function writeConverted(
           for (const b of up.flush()) await w.write(b);
           const h = info.header!;
           report.recordsIn += h.recordsCount;
-          if (info.isControl || h.recordsCount === 0 || (info.codec === codec && !options.force)) {
+          if (!needsRewrite(info, codec, options.force)) {
             // Kafka never compresses control or empty batches (ref §5.4): copy them byte for byte.
             report.batchesCopied++;
             await w.write(entry.bytes);

@@ -2,10 +2,8 @@ import {
   batchCompression,
   batchLastOffset,
   batchTimestampType,
-  type CodecName,
-  CompressionType,
   checkRecordBatchCrc,
-  InvalidArgumentError,
+  codecName,
   isControlBatch,
   type RecordBatchHeader,
   readRecordBatchHeader,
@@ -15,16 +13,13 @@ import {
 import { legacyCompression, legacyTimestampType, readLegacyEntry } from '@seglift/legacy';
 import type { SegmentEntry } from './reader.js';
 
-const CODEC_NAMES: readonly string[] = ['none', 'gzip', 'snappy', 'lz4', 'zstd'];
-
+/** A codec id as reports name it: its name, or `unknown(N)` for ids Kafka refuses. */
 export function codecLabel(id: number): string {
-  return CODEC_NAMES[id] ?? `unknown(${id})`;
-}
-
-export function codecIdOf(name: CodecName): number {
-  const id = CompressionType[name.toUpperCase() as keyof typeof CompressionType];
-  if (id === undefined) throw new InvalidArgumentError(`unknown codec ${String(name)}`);
-  return id;
+  try {
+    return codecName(id);
+  } catch {
+    return `unknown(${id})`;
+  }
 }
 
 /** What the index rebuild, verify and reports need to know about one shallow entry. */
@@ -85,6 +80,17 @@ export function inspectEntry(entry: SegmentEntry, file: string, checkCrc = true)
   } catch (err) {
     throw withEntryContext(err, file, entry);
   }
+}
+
+/**
+ * Whether converting to `codec` rewrites this entry: a legacy entry always (upconverted); a v2
+ * batch unless it is in the target codec already, or a control or empty batch (Kafka never
+ * compresses those: docs/kafka-format.md §5.4); with `force`, every batch that has records.
+ */
+export function needsRewrite(info: EntryInfo, codec: number, force = false): boolean {
+  if (info.magic < 2) return true;
+  if (info.isControl || info.header!.recordsCount === 0) return false;
+  return force || info.codec !== codec;
 }
 
 /** Adds file and position (pure functions report positions relative to the entry). */

@@ -1,17 +1,14 @@
 import path from 'node:path';
+import { pipelineOptions } from '@seglift/config';
+import { type CodecName, codecId, recompressRecordBatch, SegliftError } from '@seglift/format';
+import { type Grouping, Upconverter } from '@seglift/legacy';
 import {
-  batchCompression,
-  type CodecName,
-  CompressionType,
-  codecId,
-  codecName,
-  isControlBatch,
-  readRecordBatchHeader,
-  recompressRecordBatch,
-  SegliftError,
-} from '@seglift/format';
-import { type Grouping, legacyCompression, Upconverter } from '@seglift/legacy';
-import { type IgnoredDir, parsePartitionDirName } from '@seglift/segment';
+  codecLabel,
+  type IgnoredDir,
+  inspectEntry,
+  needsRewrite,
+  parsePartitionDirName,
+} from '@seglift/segment';
 import { flag, intOpt, parse, requirePositionals } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
 import { EXIT_CODES_HELP, ExitCode, formatError, isFsError, UsageError } from '../exit-codes.js';
@@ -101,12 +98,7 @@ export const auditCommand: Command = {
     const dirs = requirePositionals('audit', p, '<dir>... (a Kafka log dir or partition dir)');
     const { config } = loadSettings('audit', p, ctx);
     return audit(dirs, ctx, {
-      codec: config.codec,
-      level: config.level,
-      grouping: config.grouping,
-      coalesceBytes: config.coalesceBytes,
-      maxBatchBytes: config.maxBatchBytes,
-      maxDecompressedBatchBytes: config.limits.maxDecompressedBatchBytes,
+      ...pipelineOptions(config),
       sampleBytes: intOpt('audit', p, 'sample-bytes', { sizes: true }),
       includeActive: flag(p, 'include-active'),
       json: flag(p, 'json'),
@@ -195,20 +187,12 @@ async function auditPartition(p: PartitionDir, options: AuditOptions): Promise<P
     try {
       for await (const e of reader.entries()) {
         segBytes += e.size;
-        let codec: number;
-        let needsChange: boolean;
-        if (e.magic < 2) {
-          legacy += e.size;
-          codec = legacyCompression(e.bytes[17]);
-          needsChange = true;
-        } else {
-          const h = readRecordBatchHeader(e.bytes);
-          codec = batchCompression(h);
-          needsChange = codec !== target && !isControlBatch(h) && h.recordsCount > 0;
-        }
-        const key = `v${e.magic}/${codec <= CompressionType.ZSTD ? codecName(codec) : `unknown(${codec})`}`;
+        // The decision convert makes (and every CRC checked: a corrupt segment is not "ready").
+        const info = inspectEntry(e, seg.path);
+        if (e.magic < 2) legacy += e.size;
+        const key = `v${e.magic}/${codecLabel(info.codec)}`;
         a.bytesByFormat[key] = (a.bytesByFormat[key] ?? 0) + e.size;
-        if (!needsChange) continue;
+        if (!needsRewrite(info, target)) continue;
         changeable += e.size;
         if (segSampleIn >= perSegmentSample) continue;
         segSampleIn += e.size;

@@ -1,7 +1,6 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { LoadedConfig } from '@seglift/config';
-import type { CodecName } from '@seglift/format';
+import { type LoadedConfig, type PipelineOptions, pipelineOptions } from '@seglift/config';
 import {
   type ConvertOptions,
   convertSegment,
@@ -12,19 +11,10 @@ import {
 import { flag, parse, requirePositionals, str } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
 import { EXIT_CODES_HELP, ExitCode, UsageError } from '../exit-codes.js';
+import { reportFailures } from '../failures.js';
 import { toJsonLine } from '../io.js';
 import { ProgressBar } from '../progress.js';
-import {
-  loadSettings,
-  PIPELINE_ARG_OPTIONS,
-  PIPELINE_HELP,
-  pipelineSettings,
-  settingsLine,
-} from '../settings.js';
-import { verifyErrorMessage } from './verify.js';
-
-export const CODECS: readonly CodecName[] = ['none', 'gzip', 'snappy', 'lz4', 'zstd'];
-export const GROUPINGS = ['kafka', 'coalesce'] as const;
+import { loadSettings, PIPELINE_ARG_OPTIONS, PIPELINE_HELP, settingsLine } from '../settings.js';
 
 const HELP = `Usage: seglift convert <segment.log>... (--out DIR | --in-place [--backup-dir DIR]) [options]
 
@@ -53,21 +43,8 @@ ${EXIT_CODES_HELP}
 `;
 
 export interface ConvertCliOptions
-  extends Pick<
-    ConvertOptions,
-    | 'codec'
-    | 'level'
-    | 'grouping'
-    | 'coalesceBytes'
-    | 'indexIntervalBytes'
-    | 'maxDecompressedBatchBytes'
-    | 'outDir'
-    | 'inPlace'
-    | 'backupDir'
-    | 'force'
-    | 'maxBatchBytes'
-    | 'acceptTruncatedTail'
-  > {
+  extends PipelineOptions,
+    Pick<ConvertOptions, 'outDir' | 'inPlace' | 'force' | 'acceptTruncatedTail'> {
   json?: boolean;
   /** The effective settings, named in the summary (JSON `settings`, and a `settings:` line). */
   settings?: LoadedConfig;
@@ -106,13 +83,7 @@ export const convertCommand: Command = {
     const settings = loadSettings('convert', p, ctx);
     const { config } = settings;
     return convert(files, ctx, {
-      codec: config.codec,
-      level: config.level,
-      grouping: config.grouping,
-      coalesceBytes: config.coalesceBytes,
-      maxBatchBytes: config.maxBatchBytes,
-      indexIntervalBytes: config.indexIntervalBytes,
-      maxDecompressedBatchBytes: config.limits.maxDecompressedBatchBytes,
+      ...pipelineOptions(config),
       outDir,
       inPlace,
       // A backupDir from the config file or environment is for in-place rewrites only.
@@ -164,7 +135,7 @@ export async function convert(
       toJsonLine({
         type: 'summary',
         ...summary,
-        ...(settings ? { settings: pipelineSettings(settings.config) } : {}),
+        ...(settings ? { settings: pipelineOptions(settings.config) } : {}),
       }),
     );
   } else {
@@ -183,13 +154,4 @@ async function totalSize(files: string[]): Promise<number> {
       () => 0,
     );
   return total;
-}
-
-/** One `error[CODE]: message` line per failed segment, on stderr. */
-export function reportFailures(ctx: CommandContext, reports: SegmentReport[]): void {
-  for (const r of reports) {
-    if (r.result !== 'failed') continue;
-    if (r.error) ctx.err.line(`error[${String(r.error.code)}]: ${verifyErrorMessage(r.error)}`);
-    else ctx.err.line(`error: ${r.path}: ${r.reason ?? 'failed'}`);
-  }
 }

@@ -1,6 +1,4 @@
-import type { LoadedConfig } from '@seglift/config';
-import type { CodecName } from '@seglift/format';
-import type { Grouping } from '@seglift/legacy';
+import { type LoadedConfig, type PipelineOptions, pipelineOptions } from '@seglift/config';
 import {
   formatReportTable,
   type MigrateResult,
@@ -11,18 +9,12 @@ import {
 import { flag, intOpt, parse, requirePositionals } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
 import { EXIT_CODES_HELP, ExitCode, UsageError } from '../exit-codes.js';
+import { reportFailures } from '../failures.js';
 import { toJsonLine } from '../io.js';
 import { ProgressBar } from '../progress.js';
-import {
-  loadSettings,
-  PIPELINE_ARG_OPTIONS,
-  PIPELINE_HELP,
-  pipelineSettings,
-  settingsLine,
-} from '../settings.js';
+import { loadSettings, PIPELINE_ARG_OPTIONS, PIPELINE_HELP, settingsLine } from '../settings.js';
 import { formatBytes, formatDuration } from '../table.js';
 import { noSegmentsMessage } from '../targets.js';
-import { reportFailures } from './convert.js';
 
 const HELP = `Usage: seglift migrate <dir>... [options]
 
@@ -53,17 +45,9 @@ time taken, and every failure with its reason (also on stderr as error[CODE]: ..
 ${EXIT_CODES_HELP}
 `;
 
-export interface MigrateCliOptions {
-  codec: CodecName;
-  level?: number;
-  grouping?: Grouping;
-  coalesceBytes?: number;
-  indexIntervalBytes?: number;
-  maxDecompressedBatchBytes?: number;
-  backupDir?: string;
+export interface MigrateCliOptions extends PipelineOptions {
   includeActive?: boolean;
   concurrency?: number;
-  maxBatchBytes?: number;
   json?: boolean;
   quiet?: boolean;
   /** The effective settings, named in the summary (JSON `settings`, and a `settings:` line). */
@@ -89,14 +73,7 @@ export const migrateCommand: Command = {
     });
     const { config } = settings;
     return migrateDirs(dirs, ctx, {
-      codec: config.codec,
-      level: config.level,
-      grouping: config.grouping,
-      coalesceBytes: config.coalesceBytes,
-      maxBatchBytes: config.maxBatchBytes,
-      indexIntervalBytes: config.indexIntervalBytes,
-      maxDecompressedBatchBytes: config.limits.maxDecompressedBatchBytes,
-      backupDir: config.backupDir,
+      ...pipelineOptions(config),
       includeActive: flag(p, 'include-active'),
       concurrency: config.worker.concurrency,
       json: flag(p, 'json'),
@@ -131,19 +108,11 @@ export async function migrateDirs(
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  const { json: _j, quiet: _q, settings: _s, ...migrateOptions } = options;
   let result: MigrateResult;
   try {
     result = await migrate(dirs, {
-      codec: options.codec,
-      level: options.level,
-      grouping: options.grouping,
-      coalesceBytes: options.coalesceBytes,
-      maxBatchBytes: options.maxBatchBytes,
-      indexIntervalBytes: options.indexIntervalBytes,
-      maxDecompressedBatchBytes: options.maxDecompressedBatchBytes,
-      backupDir: options.backupDir,
-      includeActive: options.includeActive,
-      concurrency: options.concurrency,
+      ...migrateOptions,
       signal: abort.signal,
       onProgress: (p) => {
         bar.segmentsTotal = p.segmentsTotal;
@@ -177,7 +146,7 @@ export async function migrateDirs(
         partitions: result.partitions,
         ...summary,
         interrupted: result.interrupted,
-        ...(options.settings ? { settings: pipelineSettings(options.settings.config) } : {}),
+        ...(options.settings ? { settings: pipelineOptions(options.settings.config) } : {}),
       }),
     );
   } else {

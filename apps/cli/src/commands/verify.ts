@@ -2,6 +2,7 @@ import { type VerifyReport, verifySegment } from '@seglift/segment';
 import { flag, intOpt, parse, requirePositionals } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
 import { EXIT_CODES_HELP, ExitCode, UsageError } from '../exit-codes.js';
+import { errorLine } from '../failures.js';
 import { toJsonLine } from '../io.js';
 import { count } from '../table.js';
 import { noSegmentsMessage, resolveTargets } from '../targets.js';
@@ -84,7 +85,7 @@ export async function verify(
     if (r.error && r.entries === 0 && (r.error.code === 'NOT_A_SEGMENT' || r.error.code === 'IO')) {
       // Nothing was read: the reason is the whole story (and goes to stderr below).
       ctx.out.line(`FAILED ${file}: ${String(r.error.message)}`);
-      ctx.err.line(`error[${String(r.error.code)}]: ${verifyErrorMessage(r.error)}`);
+      ctx.err.line(errorLine(r.error));
       continue;
     }
     ctx.out.line(`${r.ok ? 'OK' : 'FAILED'} ${file}: ${summaryOf(r)}`);
@@ -97,19 +98,10 @@ export async function verify(
         .join(', ');
       ctx.out.line(`  ${p.kind}: ${p.message}${where ? ` (${where})` : ''}`);
     }
-    if (r.error) ctx.err.line(`error[${String(r.error.code)}]: ${verifyErrorMessage(r.error)}`);
+    if (r.error) ctx.err.line(errorLine(r.error));
   }
   if (!options.json && files.length > 1) {
     ctx.out.line(`${files.length - failed} of ${files.length} segments OK`);
   }
   return failed > 0 ? ExitCode.SEGMENT_FAILED : ExitCode.OK;
-}
-
-/** The rendered message of a SegliftError.toJSON(): detail plus file, position, offset. */
-export function verifyErrorMessage(e: Record<string, unknown>): string {
-  const where: string[] = [];
-  if (e.file !== undefined) where.push(`file ${String(e.file)}`);
-  if (e.position !== undefined) where.push(`position ${String(e.position)}`);
-  if (e.offset !== undefined) where.push(`offset ${String(e.offset)}`);
-  return where.length === 0 ? String(e.message) : `${String(e.message)} (${where.join(', ')})`;
 }
