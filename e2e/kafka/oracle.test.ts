@@ -20,9 +20,8 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { needs, redisServer, spawnNode, startRedis } from '@seglift/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { spawnNode } from '../../config/src/test-support/process.js';
-import { hasRedisServer, startRedis } from '../../config/src/test-support/redis.js';
 import { brokerLogs, KraftBroker, tailOf, ZkKafka } from './support/brokers.js';
 import {
   type BrokerUser,
@@ -447,7 +446,7 @@ describe.skipIf(missing !== undefined)('Kafka as the oracle', () => {
     expect(wrong).toEqual([]);
   }, 300_000);
 
-  it.skipIf(!hasRedisServer)(
+  needs(redisServer).it(
     "7: distributed: watcher + worker over Redis (snappy) on a stopped broker's directory, then Kafka 4 serves every record",
     async () => {
       const { logs, broker } = scenario('s7-distributed');

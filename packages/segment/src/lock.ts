@@ -88,6 +88,21 @@ export function isStaleLock(info: LockInfo | undefined, now = Date.now()): boole
 }
 
 /**
+ * Whether a lock's temp file (a pending lock being linked into place, a takeover file) belongs
+ * to a run that is gone. One still being written reads as unreadable: it is another run's only
+ * once it is as old as a stale lock (removing it earlier would make that run's link fail).
+ */
+export async function isStaleLockTemp(tempPath: string, now = Date.now()): Promise<boolean> {
+  const state = await lockState(tempPath);
+  if (state === 'absent') return false;
+  if (state === 'unreadable') {
+    const st = await stat(tempPath).catch(() => undefined);
+    return st !== undefined && now - st.mtimeMs > LOCK_STALE_AFTER_MS;
+  }
+  return isStaleLock(state, now);
+}
+
+/**
  * Removes a lock judged stale. Several runs can judge the same stale lock at once; a plain unlink
  * by a slower one would delete the lock a faster one has just taken, and both would convert. So
  * only the run that creates the takeover file named after the stale token may remove it, and
