@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { type LoadedConfig, loadConfigWithSources } from '@seglift/config';
+import { type LoadedConfig, loadConfigWithSources, pipelineOptions } from '@seglift/config';
 import { intOpt, type Parsed, str } from './args.js';
 import type { CommandContext } from './command.js';
 
@@ -63,6 +63,11 @@ export function loadSettings(
   // The schema wants an absolute path; a flag is relative to where seglift was started.
   if (backupDir !== undefined) flags.backupDir = path.resolve(ctx.io.cwd, backupDir);
   return loadConfigWithSources({ file: str(p, 'config'), env: ctx.io.env, flags });
+}
+
+/** The settings a run used, for its JSON summary (`level: null` = the codec's default). */
+export function settingsJson(loaded: LoadedConfig): Record<string, unknown> {
+  return { ...pipelineOptions(loaded.config), level: loaded.config.level ?? null };
 }
 
 /**

@@ -129,12 +129,14 @@ async function main(argv: string[]): Promise<number> {
       .then((c) => setQueueCounts(metrics, c))
       .catch(() => {});
   }, 15_000);
-  await handle.ready;
-  logger.info({ roots, port: server.port }, 'watching');
-  await new Promise<void>((resolve) => {
+  // Listening for signals before saying 'watching': a stop sent on that line must not kill us.
+  const stopped = new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
   });
+  await handle.ready;
+  logger.info({ roots, port: server.port }, 'watching');
+  await stopped;
   logger.info('shutting down');
   clearInterval(gauge);
   await handle.close();

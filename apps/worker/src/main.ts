@@ -96,18 +96,9 @@ async function main(argv: string[]): Promise<number> {
     registry: metrics.registry,
     ready: async () => handle.worker.isRunning() && (await handle.redis.ping().catch(() => '')) === 'PONG',
   });
-  logger.info(
-    {
-      queue: config.queue.name,
-      concurrency: config.worker.concurrency,
-      roots: config.roots,
-      metricsPort: server.port,
-      exitWhenDrained: jobMode,
-    },
-    'worker started',
-  );
   const stopDrainWatch = new AbortController();
-  const signal = await new Promise<'SIGTERM' | 'SIGINT' | 'drained'>((resolve) => {
+  // Listening for signals before saying 'started': a stop sent on that line must not kill us.
+  const stopped = new Promise<'SIGTERM' | 'SIGINT' | 'drained'>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));
     process.once('SIGINT', () => resolve('SIGINT'));
     if (jobMode) {
@@ -119,6 +110,17 @@ async function main(argv: string[]): Promise<number> {
       );
     }
   });
+  logger.info(
+    {
+      queue: config.queue.name,
+      concurrency: config.worker.concurrency,
+      roots: config.roots,
+      metricsPort: server.port,
+      exitWhenDrained: jobMode,
+    },
+    'worker started',
+  );
+  const signal = await stopped;
   stopDrainWatch.abort();
   // Job mode: only a drained queue is a success; a signal is a stop, reported like any process
   // that a signal ended (128 + its number), so that the Job replaces this pod.

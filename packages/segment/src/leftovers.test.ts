@@ -68,8 +68,16 @@ describe('recoverLeftovers', () => {
   it("a lock being written by a live run (its temp file half written) is not another run's to remove", async () => {
     const { pdir } = await setup();
     // Another process between writing its pending lock and linking it into place.
-    const pending = path.join(pdir, `${BASE}.log.seglift.lock.t-1.seglift-tmp`);
-    const partitionPending = path.join(pdir, 'seglift.partition.lock.t-2.seglift-tmp');
+    const token = (n: number) => `0000000${n}-0000-4000-8000-000000000000`;
+    const host = (await import('node:os')).hostname();
+    const pending = path.join(
+      pdir,
+      `${BASE}.log.seglift.lock.${host}.${process.pid}.${token(1)}.seglift-tmp`,
+    );
+    const partitionPending = path.join(
+      pdir,
+      `seglift.partition.lock.${host}.${process.pid}.${token(2)}.seglift-tmp`,
+    );
     for (const f of [pending, partitionPending]) await writeFile(f, '{"pid":');
     await recoverLeftovers(pdir);
     expect(await ls(pdir)).toEqual(

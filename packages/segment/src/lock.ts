@@ -95,11 +95,19 @@ export function isStaleLock(info: LockInfo | undefined, now = Date.now()): boole
 export async function isStaleLockTemp(tempPath: string, now = Date.now()): Promise<boolean> {
   const state = await lockState(tempPath);
   if (state === 'absent') return false;
-  if (state === 'unreadable') {
-    const st = await stat(tempPath).catch(() => undefined);
-    return st !== undefined && now - st.mtimeMs > LOCK_STALE_AFTER_MS;
-  }
-  return isStaleLock(state, now);
+  if (state !== 'unreadable') return isStaleLock(state, now);
+  // Being written, or left half written by a crash: the name says who wrote it.
+  const writer = PENDING_NAME_RE.exec(path.basename(tempPath));
+  if (writer && writer[1] === os.hostname() && !pidAlive(Number(writer[2]))) return true;
+  const st = await stat(tempPath).catch(() => undefined);
+  return st !== undefined && now - st.mtimeMs > LOCK_STALE_AFTER_MS;
+}
+
+/** `<lock>.<host>.<pid>.<token>.seglift-tmp`: a pending lock names its writer. */
+const PENDING_NAME_RE = /\.([^/]+)\.(\d+)\.[0-9a-f-]{36}\.seglift-tmp$/;
+
+function pendingPath(lockPath: string, info: LockInfo): string {
+  return `${lockPath}.${info.host}.${info.pid}.${info.token}${TMP_SUFFIX}`;
 }
 
 /**
@@ -174,7 +182,7 @@ export async function acquireFileLock(lockPath: string, what: string): Promise<F
     startedAt: new Date().toISOString(),
   };
   // A temp name: if a crash leaves it behind, recoverLeftovers deletes it like our other temp files.
-  const pending = `${lockPath}.${info.token}${TMP_SUFFIX}`;
+  const pending = pendingPath(lockPath, info);
   await writeWholeFile(pending, JSON.stringify(info), { flags: 'wx', sync: true });
   try {
     let tookOver = false;
