@@ -38,7 +38,7 @@ const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..
 const WORKER = join(repoRoot, 'apps/worker/dist/main.js');
 const dist = built(
   WORKER,
-  join(repoRoot, 'apps/worker/dist/thread.js'),
+  join(repoRoot, 'packages/segment/dist/conversion-thread.js'),
   join(repoRoot, 'packages/segment/dist/index.js'),
 );
 

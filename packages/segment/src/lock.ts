@@ -103,8 +103,11 @@ export async function isStaleLockTemp(tempPath: string, now = Date.now()): Promi
   return st !== undefined && now - st.mtimeMs > LOCK_STALE_AFTER_MS;
 }
 
-/** `<lock>.<host>.<pid>.<token>.seglift-tmp`: a pending lock names its writer. */
-const PENDING_NAME_RE = /\.([^/]+)\.(\d+)\.[0-9a-f-]{36}\.seglift-tmp$/;
+/**
+ * `<lock>.<host>.<pid>.<token>.seglift-tmp`: a pending lock names its writer. Every lock name
+ * ends in `.lock` and a host name may hold dots, so the host is what lies between them.
+ */
+const PENDING_NAME_RE = /\.lock\.(.+)\.(\d+)\.[0-9a-f-]{36}\.seglift-tmp$/;
 
 function pendingPath(lockPath: string, info: LockInfo): string {
   return `${lockPath}.${info.host}.${info.pid}.${info.token}${TMP_SUFFIX}`;
