@@ -1,8 +1,16 @@
 import { mkdtemp, readFile, stat, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { acquireSegmentLock, isStaleLock, LOCK_STALE_AFTER_MS, lockPathFor } from './lock.js';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import {
+  acquireSegmentLock,
+  isStaleLock,
+  LOCK_HEARTBEAT_MS,
+  LOCK_STALE_AFTER_MS,
+  lockPathFor,
+  observeHeartbeats,
+  startHeartbeat,
+} from './lock.js';
 
 async function segment() {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'seglift-lock-'));
@@ -56,5 +64,69 @@ describe('segment lock', () => {
     expect(isStaleLock({ ...info, host: os.hostname(), pid: 2 ** 22 + 12345, mtimeMs: now }, now)).toBe(true);
     expect(isStaleLock({ ...info, host: os.hostname(), pid: process.pid, mtimeMs: now }, now)).toBe(false);
     expect(isStaleLock(undefined)).toBe(true);
+  });
+});
+
+describe('lock heartbeat (fake clock: only intervals and Date are faked, file I/O is real)', () => {
+  const touches: Promise<void>[] = [];
+  let unobserve = () => {};
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'Date'] });
+    touches.length = 0;
+    unobserve = observeHeartbeats((_, touched) => touches.push(touched));
+  });
+  afterEach(() => {
+    unobserve();
+    vi.useRealTimers();
+  });
+
+  /**
+   * One heartbeat period of fake time: exactly one touch starts; once it settled (awaited, no
+   * wall-clock wait) the lock file's mtime is the fake now.
+   */
+  async function beat(lockPath: string): Promise<void> {
+    const before = touches.length;
+    await vi.advanceTimersByTimeAsync(LOCK_HEARTBEAT_MS);
+    expect(touches.length).toBe(before + 1);
+    await touches[before];
+    expect(Math.abs((await stat(lockPath)).mtimeMs - Date.now())).toBeLessThan(1);
+  }
+
+  it('a lock of another host kept touched is never taken over, however long it is held; once its heartbeat stops it is', async () => {
+    const log = await segment();
+    const lockPath = lockPathFor(log);
+    await writeFile(lockPath, foreign('t-held'));
+    const stop = startHeartbeat(lockPath);
+    // Three stale times long, an acquirer tries after every beat.
+    for (let t = 0; t <= 3 * LOCK_STALE_AFTER_MS; t += LOCK_HEARTBEAT_MS) {
+      await beat(lockPath);
+      await expect(acquireSegmentLock(log)).rejects.toThrow(/locked by pid 1 on worker-7f9c-other-node/);
+    }
+    expect(JSON.parse(await readFile(lockPath, 'utf8')).token).toBe('t-held');
+    // The holder dies: nothing touches the file. Stale only once LOCK_STALE_AFTER_MS have passed.
+    stop();
+    await vi.advanceTimersByTimeAsync(LOCK_STALE_AFTER_MS - LOCK_HEARTBEAT_MS);
+    await expect(acquireSegmentLock(log)).rejects.toThrow(/locked by pid 1/);
+    await vi.advanceTimersByTimeAsync(2 * LOCK_HEARTBEAT_MS);
+    const lock = await acquireSegmentLock(log);
+    expect(JSON.parse(await readFile(lockPath, 'utf8')).token).toBe(lock.token);
+    await lock.release();
+  });
+
+  it('acquiring a lock starts its heartbeat and releasing it stops it', async () => {
+    const log = await segment();
+    const lockPath = lockPathFor(log);
+    const held = await acquireSegmentLock(log);
+    // Seen from another host: the pid tells nothing there, only the heartbeat keeps it live.
+    // (Rewritten in place: the same file the heartbeat touches.)
+    const info = JSON.parse(await readFile(lockPath, 'utf8'));
+    await writeFile(lockPath, JSON.stringify({ ...info, host: 'worker-7f9c-other-node', pid: 1 }));
+    for (let t = 0; t <= 2 * LOCK_STALE_AFTER_MS; t += LOCK_HEARTBEAT_MS) {
+      await beat(lockPath);
+      await expect(acquireSegmentLock(log)).rejects.toThrow(/locked by pid 1 on worker-7f9c-other-node/);
+    }
+    await held.release();
+    await expect(stat(lockPath)).rejects.toThrow(/ENOENT/);
+    expect(vi.getTimerCount()).toBe(0);
   });
 });
