@@ -3,7 +3,7 @@
  * Kafka's (or anybody else's) is never touched and stops the swap. The crash matrix is in
  * crash.test.ts; these are the states a crash alone does not make.
  */
-import { readFile, rename, stat, truncate, utimes, writeFile } from 'node:fs/promises';
+import { appendFile, readFile, rename, stat, truncate, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -165,6 +165,35 @@ describe('recoverLeftovers', () => {
     expect(await ls(pdir)).toContain(`${BASE}.seglift-swap`);
     expect(await ls(pdir)).toContain(`${BASE}.log.swap`);
   });
+
+  // The same check for each name a verified file of ours has before it is in place: under its temp
+  // name (the original still in place) and as `.index.swap` (the new log beside it).
+  for (const [step, file, change] of [
+    ['rename .timeindex.swap', `${BASE}.log.seglift-tmp`, 'truncated'],
+    ['rename .index.swap', `${BASE}.index.swap`, 'appended to'],
+  ] as const) {
+    it(`our ${file.slice(BASE.length)} ${change} after the marker: left for an operator, nothing renamed or deleted`, async () => {
+      const { log, pdir } = await setup();
+      await crashAt(log, step);
+      const f = path.join(pdir, file);
+      if (change === 'truncated') await truncate(f, (await stat(f)).size - 1);
+      else await appendFile(f, Buffer.alloc(8));
+      // (The crashed run's stale locks are taken over and go; everything else stays.)
+      const files = async () => (await ls(pdir)).filter((n) => !n.includes('.lock'));
+      const before = await files();
+      const hashes = await Promise.all(before.map((n) => sha256(path.join(pdir, n))));
+      await expect(recoverLeftovers(pdir)).rejects.toThrow(
+        new RegExp(
+          `${file.slice(BASE.length).replaceAll('.', '\\.')} of an interrupted swap has \\d+ bytes where \\d+ were verified`,
+        ),
+      );
+      expect(await files()).toEqual(before);
+      expect(await Promise.all(before.map((n) => sha256(path.join(pdir, n))))).toEqual(hashes);
+      // A conversion refuses too, before touching anything.
+      expect((await convertSegment(log, { codec: 'zstd', inPlace: true })).result).not.toBe('converted');
+      expect(await files()).toEqual(before);
+    });
+  }
 
   it('a marker left after the renames re-applies the mtime only while the .log is the file seglift wrote', async () => {
     const { log, pdir } = await setup();
