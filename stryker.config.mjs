@@ -3,15 +3,27 @@
 // each run bounded on a small machine; SEGLIFT_MUTATE names the one file of a run.
 import path from 'node:path';
 
-export const SAFETY_CORE = [
-  'packages/segment/src/swap.ts',
-  'packages/segment/src/leftovers.ts',
-  'packages/segment/src/lock.ts',
-  'packages/segment/src/verify.ts',
-  'packages/segment/src/convert.ts',
-  'packages/legacy/src/upconvert.ts',
-  'packages/format/src/index-file.ts',
-];
+/**
+ * Each file of the safety core and the tests run against its mutants: the in-process tests that
+ * exercise it and finish in seconds (vitest.mutation.config.ts). Left out: crash.test.ts (minutes
+ * per run, rerun for every covered mutant), the fuzz suites of the pipeline, and tests of the
+ * built dist/ (a mutant of src/ never reaches them).
+ */
+const seg = (...names) => names.map((n) => `packages/segment/src/${n}.test.ts`);
+export const TESTS_FOR = {
+  'packages/segment/src/swap.ts': seg('leftovers', 'durability', 'convert', 'concurrency'),
+  'packages/segment/src/leftovers.ts': seg('leftovers', 'durability', 'convert', 'concurrency'),
+  'packages/segment/src/lock.ts': seg('lock', 'leftovers', 'concurrency'),
+  'packages/segment/src/verify.ts': seg('verify', 'faults', 'convert'),
+  'packages/segment/src/convert.ts': seg('convert', 'faults', 'leftovers', 'durability'),
+  'packages/legacy/src/upconvert.ts': ['packages/legacy/src/upconvert.test.ts'],
+  'packages/format/src/index-file.ts': [
+    'packages/format/src/index-file.test.ts',
+    'packages/format/src/index-file.fuzz.test.ts',
+    ...seg('verify', 'convert'),
+  ],
+};
+export const SAFETY_CORE = Object.keys(TESTS_FOR);
 
 const one = process.env.SEGLIFT_MUTATE;
 const name = one ? path.basename(one, '.ts') : 'all';

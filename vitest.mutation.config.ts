@@ -1,20 +1,16 @@
 import { defineConfig } from 'vitest/config';
+import { SAFETY_CORE, TESTS_FOR } from './stryker.config.mjs';
 import base from './vitest.config.js';
 
-// The tests Stryker runs against each mutant of the safety core (stryker.config.mjs): the ones
-// that exercise those files in process and finish in seconds. Left out: crash.test.ts (minutes
-// per run; it would be rerun for every covered mutant), the fuzz suites of the segment pipeline,
-// and tests that run the built dist/ (a mutant of src/ never reaches them). Not mergeConfig: it
-// would append this list to the base one instead of replacing it.
+// The tests Stryker runs against the mutants of one file (SEGLIFT_MUTATE, set by
+// scripts/mutation.mjs), or of all of them. Not mergeConfig: it would append this list to the
+// base one instead of replacing it.
+const one = process.env.SEGLIFT_MUTATE as keyof typeof TESTS_FOR | undefined;
+const include = [
+  ...new Set((one ? [one] : SAFETY_CORE).flatMap((f) => TESTS_FOR[f as keyof typeof TESTS_FOR])),
+];
+
 export default defineConfig({
   ...base,
-  test: {
-    ...base.test,
-    include: [
-      'packages/segment/src/{leftovers,lock,verify,convert,faults,concurrency,durability}.test.ts',
-      'packages/legacy/src/upconvert.test.ts',
-      'packages/format/src/index-file.test.ts',
-      'packages/format/src/index-file.fuzz.test.ts',
-    ],
-  },
+  test: { ...base.test, include },
 });
