@@ -11,7 +11,7 @@ import path from 'node:path';
  */
 const seg = (...names) => names.map((n) => `packages/segment/src/${n}.test.ts`);
 export const TESTS_FOR = {
-  'packages/segment/src/swap.ts': seg('leftovers', 'durability', 'convert', 'concurrency'),
+  'packages/segment/src/swap.ts': seg('swap', 'leftovers', 'durability', 'convert', 'concurrency'),
   'packages/segment/src/leftovers.ts': seg('leftovers', 'durability', 'convert', 'concurrency'),
   'packages/segment/src/lock.ts': seg('lock', 'leftovers', 'concurrency'),
   'packages/segment/src/verify.ts': seg('verify', 'faults', 'convert'),
