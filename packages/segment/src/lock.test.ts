@@ -1,10 +1,15 @@
-import { mkdtemp, readFile, stat, utimes, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, stat, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { LockedError } from './errors.js';
 import {
+  acquireFileLock,
+  acquirePartitionLock,
   acquireSegmentLock,
+  type FileLock,
   isStaleLock,
+  isStaleLockTemp,
   LOCK_HEARTBEAT_MS,
   LOCK_STALE_AFTER_MS,
   lockPathFor,
@@ -60,10 +65,118 @@ describe('segment lock', () => {
     const now = Date.now();
     const info = { pid: 1, host: 'elsewhere', token: 't', startedAt: '' };
     expect(isStaleLock({ ...info, mtimeMs: now - 1_000 }, now)).toBe(false);
+    expect(isStaleLock({ ...info, mtimeMs: now - LOCK_STALE_AFTER_MS }, now)).toBe(false);
     expect(isStaleLock({ ...info, mtimeMs: now - LOCK_STALE_AFTER_MS - 1 }, now)).toBe(true);
+    expect(isStaleLock({ ...info }, now)).toBe(false); // never read from a file: no age known
     expect(isStaleLock({ ...info, host: os.hostname(), pid: 2 ** 22 + 12345, mtimeMs: now }, now)).toBe(true);
     expect(isStaleLock({ ...info, host: os.hostname(), pid: process.pid, mtimeMs: now }, now)).toBe(false);
     expect(isStaleLock(undefined)).toBe(true);
+  });
+});
+
+describe('lock files', () => {
+  it('release removes only the lock this holder still has', async () => {
+    const log = await segment();
+    const lockPath = lockPathFor(log);
+    const lock = await acquireSegmentLock(log);
+    // Judged stale meanwhile (a hung holder) and taken by another run: never ours to remove.
+    await writeFile(lockPath, foreign('t-next'));
+    await lock.release();
+    expect(JSON.parse(await readFile(lockPath, 'utf8')).token).toBe('t-next');
+  });
+
+  it('a lock file that is not a lock (garbage, no token) is taken over; the takeover file does not stay', async () => {
+    for (const content of ['{"pid":', '{"pid":1,"host":"elsewhere"}', 'null']) {
+      const log = await segment();
+      const lockPath = lockPathFor(log);
+      await writeFile(lockPath, content);
+      const lock = await acquireSegmentLock(log);
+      expect(JSON.parse(await readFile(lockPath, 'utf8')).token).toBe(lock.token);
+      expect((await readdir(path.dirname(log))).sort()).toEqual(
+        ['00000000000000000000.log', path.basename(lockPath)].sort(),
+      );
+      await lock.release();
+    }
+  });
+
+  it('isStaleLockTemp: a temp file is stale once its writer is gone or it is as old as a stale lock', async () => {
+    const dir = path.dirname(await segment());
+    const lockPath = path.join(dir, '00000000000000000000.log.seglift.lock');
+    const now = Date.now();
+    const old = new Date(now - LOCK_STALE_AFTER_MS - 5_000);
+    const pending = (host: string, pid: number) =>
+      path.join(
+        dir,
+        `${path.basename(lockPath)}.${host}.${pid}.0f8fad5b-d9cb-469f-a165-70867728950e.seglift-tmp`,
+      );
+    expect(await isStaleLockTemp(pending(os.hostname(), 2 ** 22 + 9), now)).toBe(false); // absent
+    // Half written (unreadable): its name tells who writes it.
+    const deadHere = pending(os.hostname(), 2 ** 22 + 9);
+    await writeFile(deadHere, '{"pid":');
+    expect(await isStaleLockTemp(deadHere, now)).toBe(true);
+    const liveHere = pending(os.hostname(), process.pid);
+    await writeFile(liveHere, '{"pid":');
+    expect(await isStaleLockTemp(liveHere, now)).toBe(false);
+    const elsewhere = pending('host.with.dots', 2 ** 22 + 9);
+    await writeFile(elsewhere, '{"pid":');
+    expect(await isStaleLockTemp(elsewhere, now)).toBe(false);
+    await utimes(elsewhere, old, old);
+    expect(await isStaleLockTemp(elsewhere, now)).toBe(true);
+    await utimes(liveHere, old, old);
+    expect(await isStaleLockTemp(liveHere, now)).toBe(true);
+    // Unreadable and without a writer in its name: only its age counts.
+    const takeover = `${lockPath}.takeover-unreadable.seglift-tmp`;
+    await writeFile(takeover, 'x');
+    expect(await isStaleLockTemp(takeover, now)).toBe(false);
+    await utimes(takeover, old, old);
+    expect(await isStaleLockTemp(takeover, now)).toBe(true);
+    // Whole (readable): judged as the lock it is.
+    const whole = `${lockPath}.takeover-t.seglift-tmp`;
+    await writeFile(whole, foreign('t'));
+    expect(await isStaleLockTemp(whole, now)).toBe(false);
+    await utimes(whole, old, old);
+    expect(await isStaleLockTemp(whole, now)).toBe(true);
+  });
+});
+
+describe('partition lock', () => {
+  it('waits for a live holder and gets the lock once it is released', async () => {
+    const dir = path.dirname(await segment());
+    const first = await acquirePartitionLock(dir);
+    let second: FileLock | undefined;
+    const waiting = acquirePartitionLock(dir).then((l) => {
+      second = l;
+      return l;
+    });
+    // Still waiting after the holder's own reads: nothing but the release lets it through.
+    await expect(acquireFileLock(first.path, 'partition')).rejects.toThrow(LockedError);
+    expect(second).toBeUndefined();
+    await first.release();
+    const got = await waiting;
+    expect(JSON.parse(await readFile(got.path, 'utf8')).token).toBe(got.token);
+    await got.release();
+  });
+
+  it('a live holder past maxWaitMs: LockedError naming it; an abort stops the wait', async () => {
+    const dir = path.dirname(await segment());
+    const held = await acquirePartitionLock(dir);
+    await expect(acquirePartitionLock(dir, { maxWaitMs: 0 })).rejects.toThrow(
+      new RegExp(`partition is locked by pid ${process.pid}`),
+    );
+    const abort = new AbortController();
+    abort.abort();
+    await expect(acquirePartitionLock(dir, { signal: abort.signal })).rejects.toThrow(/abort/i);
+    await held.release();
+  });
+
+  it('a stale partition lock is taken over at once', async () => {
+    const dir = path.dirname(await segment());
+    await writeFile(path.join(dir, 'seglift.partition.lock'), foreign('t-gone'));
+    const old = new Date(Date.now() - LOCK_STALE_AFTER_MS - 5_000);
+    await utimes(path.join(dir, 'seglift.partition.lock'), old, old);
+    const lock = await acquirePartitionLock(dir, { maxWaitMs: 0 });
+    expect(JSON.parse(await readFile(lock.path, 'utf8')).token).toBe(lock.token);
+    await lock.release();
   });
 });
 
