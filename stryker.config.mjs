@@ -39,7 +39,8 @@ export default {
   // Mutants of module-level constants would need every test rerun per mutant.
   ignoreStatic: true,
   concurrency: 1,
-  timeoutMS: 60_000,
+  // A mutant that makes a test hang (a lock wait that never ends) is a timeout: detected.
+  timeoutMS: 10_000,
   // Reruns test only the mutants whose code or covering tests changed.
   incremental: true,
   incrementalFile: `reports/mutation/${name}.incremental.json`,

@@ -12,5 +12,6 @@ const include = [
 
 export default defineConfig({
   ...base,
-  test: { ...base.test, include },
+  // A mutant that makes a test wait forever fails it here, not after the suite's minute.
+  test: { ...base.test, include, testTimeout: 20_000, hookTimeout: 20_000 },
 });
