@@ -42,9 +42,9 @@ async function convertObserved(backup: boolean): Promise<{ ops: FsOp[]; pdir: st
 }
 
 /**
- * Follows each file through its renames: every create, write, chown, chmod or utimes makes it
- * dirty, its fsync clean. A rename of a dirty file is a violation (what was renamed may reach the
- * disk without its bytes, owner or mode). Lock files are written fsynced and linked, never renamed.
+ * Follows each file through its renames and links: every create, write, chown, chmod or utimes
+ * makes it dirty, its fsync clean. Renaming or linking a dirty file is a violation (the name may
+ * reach the disk without the bytes, owner or mode); lock files are linked into place.
  */
 function renamesOfUnsyncedFiles(ops: FsOp[]): string[] {
   const dirty = new Map<string, boolean>();
@@ -52,11 +52,11 @@ function renamesOfUnsyncedFiles(ops: FsOp[]): string[] {
   for (const [i, op] of ops.entries()) {
     if (['create', 'write', 'chown', 'chmod', 'utimes'].includes(op.kind)) dirty.set(op.path, true);
     else if (op.kind === 'fsync') dirty.set(op.path, false);
-    else if (op.kind === 'rename') {
+    else if (op.kind === 'rename' || op.kind === 'link') {
       const from = op.from as string;
       if (dirty.get(from) !== false) bad.push(`#${i} ${stepOf(op)} (from ${path.basename(from)})`);
       dirty.set(op.path, dirty.get(from) ?? true);
-      dirty.delete(from);
+      if (op.kind === 'rename') dirty.delete(from);
     }
   }
   return bad;
@@ -79,9 +79,10 @@ describe('durability of an in-place swap (fsyncs observed through fsops)', () =>
       const changesIn = (dir: string) => (op: FsOp) =>
         op.kind !== 'fsync' && op.kind !== 'fsync-dir' && path.dirname(op.path) === dir;
 
-      // Every new file (rewritten files, the marker, copies of kept files, backups) reaches the
-      // disk with its bytes and metadata before any name of it does.
+      // Every new file (rewritten files, the marker, copies of kept files, backups, locks)
+      // reaches the disk with its bytes and metadata before any name of it does.
       expect(renamesOfUnsyncedFiles(ops)).toEqual([]);
+      expect(ops.filter((op) => op.kind === 'link').length).toBeGreaterThanOrEqual(2); // both locks
 
       // The marker is the commit point: its bytes are durable before its rename, and the rename
       // is durable (directory fsynced) before any other change in the partition.

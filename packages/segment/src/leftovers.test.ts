@@ -3,14 +3,15 @@
  * Kafka's (or anybody else's) is never touched and stops the swap. The crash matrix is in
  * crash.test.ts; these are the states a crash alone does not make.
  */
-import { appendFile, readFile, rename, stat, truncate, utimes, writeFile } from 'node:fs/promises';
+import { appendFile, readFile, rename, rm, stat, truncate, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
 import { recoverLeftovers } from './leftovers.js';
-import { acquireSegmentLock } from './lock.js';
+import { acquireSegmentLock, lockPathFor } from './lock.js';
 import { crashAfterOp, killLocks, stepOf } from './test-support/crash.js';
+import { partition } from './test-support/crash-partition.js';
 import { mixedSegment, tmpDir, writeSegment } from './test-support/fixtures.js';
 import { ls, mtime, sha256 } from './test-support/helpers.js';
 import { recoveryIndexes } from './test-support/independent.js';
@@ -194,6 +195,19 @@ describe('recoverLeftovers', () => {
       expect(await files()).toEqual(before);
     });
   }
+
+  it("converting one segment first completes another segment's crashed swap, whose lock is gone", async () => {
+    const part = await partition();
+    const [a, b] = part.prefixes.map((p) => path.join(part.pdir, `${p}.log`));
+    await crashAt(b, 'rename .log.swap');
+    // The crashed run's segment lock went too (an operator removed it): no lock, no holder.
+    await rm(lockPathFor(b));
+    const r = await convertSegment(a, { codec: 'zstd', inPlace: true });
+    expect(r.result).toBe('converted');
+    const names = await ls(part.pdir);
+    expect(names.filter((n) => n.endsWith('.swap') || n.includes('seglift-'))).toEqual([]);
+    expect((await convertSegment(b, { codec: 'zstd', inPlace: true })).reason).toMatch(/already/);
+  });
 
   it('a marker left after the renames re-applies the mtime only while the .log is the file seglift wrote', async () => {
     const { log, pdir } = await setup();

@@ -1,8 +1,10 @@
-import { mkdtemp, readdir, readFile, stat, utimes, writeFile } from 'node:fs/promises';
+import { rmSync, writeFileSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { LockedError } from './errors.js';
+import { observeFsOps } from './fsops.js';
 import {
   acquireFileLock,
   acquirePartitionLock,
@@ -32,7 +34,9 @@ describe('segment lock', () => {
     const log = await segment();
     const lockPath = lockPathFor(log);
     await writeFile(lockPath, foreign('t-live'));
-    await expect(acquireSegmentLock(log)).rejects.toThrow(/locked by pid 1 on worker-7f9c-other-node/);
+    await expect(acquireSegmentLock(log)).rejects.toThrow(
+      /^segment is locked by pid 1 on worker-7f9c-other-node/,
+    );
 
     // The holder died on its node (SIGKILL): nobody touches the file any more.
     const old = new Date(Date.now() - LOCK_STALE_AFTER_MS - 5_000);
@@ -66,6 +70,8 @@ describe('segment lock', () => {
     const info = { pid: 1, host: 'elsewhere', token: 't', startedAt: '' };
     expect(isStaleLock({ ...info, mtimeMs: now - 1_000 }, now)).toBe(false);
     expect(isStaleLock({ ...info, mtimeMs: now - LOCK_STALE_AFTER_MS }, now)).toBe(false);
+    // A pid of another host tells nothing here, even one that is not running on this one.
+    expect(isStaleLock({ ...info, pid: 2 ** 22 + 12345, mtimeMs: now }, now)).toBe(false);
     expect(isStaleLock({ ...info, mtimeMs: now - LOCK_STALE_AFTER_MS - 1 }, now)).toBe(true);
     expect(isStaleLock({ ...info }, now)).toBe(false); // never read from a file: no age known
     expect(isStaleLock({ ...info, host: os.hostname(), pid: 2 ** 22 + 12345, mtimeMs: now }, now)).toBe(true);
@@ -96,6 +102,48 @@ describe('lock files', () => {
         ['00000000000000000000.log', path.basename(lockPath)].sort(),
       );
       await lock.release();
+    }
+  });
+
+  it('the lock of <dir>/<base>.log is <base>.log.seglift.lock beside it, whatever the directory is called', () => {
+    expect(lockPathFor('/data/app.logs/t-0/00000000000000000000.log')).toBe(
+      '/data/app.logs/t-0/00000000000000000000.log.seglift.lock',
+    );
+  });
+
+  it('release of a lock whose file is gone (removed by an operator) does not fail', async () => {
+    const log = await segment();
+    const lock = await acquireSegmentLock(log);
+    await rm(lockPathFor(log));
+    await expect(lock.release()).resolves.toBeUndefined();
+  });
+
+  it('an unreadable stale lock being taken over by another run (fresh takeover file) is left to it', async () => {
+    const log = await segment();
+    const lockPath = lockPathFor(log);
+    await writeFile(lockPath, '{"pid":');
+    await writeFile(`${lockPath}.takeover-unreadable.seglift-tmp`, 'x');
+    await expect(acquireSegmentLock(log)).rejects.toThrow(/^segment is locked by another run \(/);
+    expect(await readFile(lockPath, 'utf8')).toBe('{"pid":');
+  });
+
+  it('a stale lock replaced by a live one while this run takes it over is never removed', async () => {
+    for (const stale of [foreign('t-dead'), '{"pid":']) {
+      const log = await segment();
+      const lockPath = lockPathFor(log);
+      await writeFile(lockPath, stale);
+      const old = new Date(Date.now() - LOCK_STALE_AFTER_MS - 5_000);
+      await utimes(lockPath, old, old);
+      // Right after this run's takeover file is in place, another run has taken the lock.
+      const stop = observeFsOps((op) => {
+        if (op.kind === 'link' && op.path.includes('.takeover-')) writeFileSync(lockPath, foreign('t-live'));
+      });
+      try {
+        await expect(acquireSegmentLock(log)).rejects.toThrow(/^segment is locked by pid 1 on worker-7f9c/);
+      } finally {
+        stop();
+      }
+      expect(JSON.parse(await readFile(lockPath, 'utf8')).token).toBe('t-live');
     }
   });
 
@@ -130,8 +178,16 @@ describe('lock files', () => {
     expect(await isStaleLockTemp(takeover, now)).toBe(false);
     await utimes(takeover, old, old);
     expect(await isStaleLockTemp(takeover, now)).toBe(true);
-    // Whole (readable): judged as the lock it is.
+    const unread = await stat(takeover);
+    expect(await isStaleLockTemp(takeover, unread.mtimeMs + LOCK_STALE_AFTER_MS)).toBe(false);
+    expect(await isStaleLockTemp(takeover, unread.mtimeMs + LOCK_STALE_AFTER_MS + 1)).toBe(true);
+    // Whole (readable): judged as the lock it is (this host's dead pid: stale at once).
     const whole = `${lockPath}.takeover-t.seglift-tmp`;
+    await writeFile(
+      whole,
+      JSON.stringify({ pid: 2 ** 22 + 9, host: os.hostname(), token: 't', startedAt: '' }),
+    );
+    expect(await isStaleLockTemp(whole, now)).toBe(true);
     await writeFile(whole, foreign('t'));
     expect(await isStaleLockTemp(whole, now)).toBe(false);
     await utimes(whole, old, old);
@@ -167,6 +223,35 @@ describe('partition lock', () => {
     abort.abort();
     await expect(acquirePartitionLock(dir, { signal: abort.signal })).rejects.toThrow(/abort/i);
     await held.release();
+  });
+
+  it('an unreadable partition lock is taken over at once', async () => {
+    const dir = path.dirname(await segment());
+    await writeFile(path.join(dir, 'seglift.partition.lock'), '{"pid":');
+    const lock = await acquirePartitionLock(dir);
+    expect(JSON.parse(await readFile(lock.path, 'utf8')).token).toBe(lock.token);
+    await lock.release();
+  });
+
+  it('a takeover refused by another run in the middle of it is waited out, not an error', async () => {
+    const dir = path.dirname(await segment());
+    const lockPath = path.join(dir, 'seglift.partition.lock');
+    const takeover = `${lockPath}.takeover-unreadable.seglift-tmp`;
+    await writeFile(lockPath, '{"pid":');
+    await writeFile(takeover, 'x');
+    // The other run finishes its takeover (its file goes) once this one has tried once and
+    // removed its pending lock.
+    const stop = observeFsOps((op) => {
+      if (op.kind === 'unlink' && op.path.startsWith(`${lockPath}.`) && op.path.endsWith('.seglift-tmp'))
+        rmSync(takeover, { force: true });
+    });
+    try {
+      const lock = await acquirePartitionLock(dir);
+      expect(JSON.parse(await readFile(lock.path, 'utf8')).token).toBe(lock.token);
+      await lock.release();
+    } finally {
+      stop();
+    }
   });
 
   it('a stale partition lock is taken over at once', async () => {
@@ -224,6 +309,16 @@ describe('lock heartbeat (fake clock: only intervals and Date are faked, file I/
     const lock = await acquireSegmentLock(log);
     expect(JSON.parse(await readFile(lockPath, 'utf8')).token).toBe(lock.token);
     await lock.release();
+  });
+
+  it('a heartbeat with nobody observing it just touches the file', async () => {
+    unobserve();
+    const log = await segment();
+    const lockPath = lockPathFor(log);
+    await writeFile(lockPath, foreign('t'));
+    const stop = startHeartbeat(lockPath);
+    await vi.advanceTimersByTimeAsync(LOCK_HEARTBEAT_MS);
+    stop();
   });
 
   it('acquiring a lock starts its heartbeat and releasing it stops it', async () => {
