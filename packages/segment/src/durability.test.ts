@@ -5,7 +5,7 @@
  * fsyncs checked here a power loss could leave a name pointing at missing data, or a later step
  * on disk without an earlier one (an `.index.swap` without its `.log.swap`).
  */
-import { chmod, writeFile } from 'node:fs/promises';
+import { chmod, readdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
@@ -126,6 +126,11 @@ describe('durability of an in-place swap (fsyncs observed through fsops)', () =>
       expect(finalSync).toBeGreaterThan(lastRename);
       expect(finalSync).toBeLessThan(unmark);
       expect(nextIndex(ops, unmark, dirSync(pdir))).toBeGreaterThan(unmark);
+
+      // Owner and mode survive: every file in place and every backup is group-writable as before.
+      for (const d of [pdir, ...(backupDir ? [path.join(backupDir, path.basename(pdir))] : [])])
+        for (const n of (await readdir(d)).filter((n) => n.startsWith(BASE) && !n.includes('.lock')))
+          expect(((await stat(path.join(d, n))).mode & 0o777).toString(8), n).toBe('664');
 
       if (backupDir) {
         // Backups are durable, names and all, before the swap's commit point.

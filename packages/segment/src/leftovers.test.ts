@@ -183,6 +183,7 @@ describe('recoverLeftovers', () => {
       const files = async () => (await ls(pdir)).filter((n) => !n.includes('.lock'));
       const before = await files();
       const hashes = await Promise.all(before.map((n) => sha256(path.join(pdir, n))));
+      await expect(recoverLeftovers(pdir)).rejects.toMatchObject({ file: f });
       await expect(recoverLeftovers(pdir)).rejects.toThrow(
         new RegExp(
           `${file.slice(BASE.length).replaceAll('.', '\\.')} of an interrupted swap has \\d+ bytes where \\d+ were verified`,
@@ -207,6 +208,86 @@ describe('recoverLeftovers', () => {
     const names = await ls(part.pdir);
     expect(names.filter((n) => n.endsWith('.swap') || n.includes('seglift-'))).toEqual([]);
     expect((await convertSegment(b, { codec: 'zstd', inPlace: true })).reason).toMatch(/already/);
+  });
+
+  it('a crash right after each step of the swap: recovery ends with the verified conversion in place', async () => {
+    // What an uncrashed conversion of the same segment leaves.
+    const clean = await setup();
+    expect((await convertSegment(clean.log, { codec: 'zstd', inPlace: true })).result).toBe('converted');
+    const expected = Object.fromEntries(
+      await Promise.all(
+        (await ls(clean.pdir)).map(async (n) => [n, await sha256(path.join(clean.pdir, n))] as const),
+      ),
+    );
+    const steps = [
+      'rename .seglift-swap',
+      'rename .txnindex.swap',
+      'unlink .index',
+      'rename .timeindex.swap',
+      'rename .log.swap',
+      'rename .index.swap',
+      'rename .log',
+      'rename .timeindex',
+      'rename .index',
+      'rename .txnindex',
+    ];
+    for (const step of steps) {
+      const { log, pdir } = await setup();
+      await crashAt(log, step);
+      const r = await recoverLeftovers(pdir);
+      expect(r, step).toMatchObject({ completed: [BASE], abandoned: [], foreignSwaps: [] });
+      const now = Object.fromEntries(
+        await Promise.all(
+          (await ls(pdir))
+            .filter((n) => !n.endsWith('.lock'))
+            .map(async (n) => [n, await sha256(path.join(pdir, n))] as const),
+        ),
+      );
+      // (The crashed run's stale segment lock stays until the next run takes it over.)
+      expect(now, step).toEqual(expected);
+      expect(await mtime(log), step).toBe(OLD.getTime());
+    }
+  });
+
+  it('a swap under temp names is given up when the original changed, an index of ours is gone, or a copy is not ours', async () => {
+    const cases: [string, (pdir: string, log: string) => Promise<void>][] = [
+      [
+        'the original log rewritten (a cleaner)',
+        async (_, log) => {
+          await writeFile(`${log}.cleaner`, await readFile(log));
+          await rename(`${log}.cleaner`, log);
+        },
+      ],
+      ['our .index gone', (pdir) => rm(path.join(pdir, `${BASE}.index.seglift-tmp`))],
+      ['our .timeindex gone', (pdir) => rm(path.join(pdir, `${BASE}.timeindex.seglift-tmp`))],
+      [
+        'a .txnindex.swap that is not our copy',
+        (pdir) => writeFile(path.join(pdir, `${BASE}.txnindex.swap`), Buffer.alloc(68, 7)),
+      ],
+    ];
+    for (const [what, change] of cases) {
+      const { log, pdir } = await setup();
+      const before = await sha256(log);
+      await crashAt(log, 'rename .txnindex.swap');
+      await change(pdir, log);
+      const logNow = await sha256(log);
+      const r = await recoverLeftovers(pdir);
+      expect(r, what).toMatchObject({ completed: [], abandoned: [BASE] });
+      expect(await sha256(log), what).toBe(logNow);
+      const left = (await ls(pdir)).filter((n) => n.includes('seglift') && !n.includes('.lock'));
+      expect(left, what).toEqual([]);
+      if (what.startsWith('our')) expect(logNow).toBe(before);
+    }
+  });
+
+  it("a .swap file under one of our names with another inode is somebody else's: not checked, renamed or deleted", async () => {
+    const { log, pdir } = await setup();
+    await crashAt(log, 'rename .txnindex');
+    const theirs = Buffer.alloc(24, 9);
+    await writeFile(path.join(pdir, `${BASE}.index.swap`), theirs);
+    const r = await recoverLeftovers(pdir);
+    expect(r).toMatchObject({ completed: [BASE], foreignSwaps: [`${BASE}.index.swap`] });
+    expect(await readFile(path.join(pdir, `${BASE}.index.swap`))).toEqual(theirs);
   });
 
   it('a marker left after the renames re-applies the mtime only while the .log is the file seglift wrote', async () => {

@@ -6,7 +6,7 @@
 import { writeFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { SegmentFiles } from './names.js';
-import { identityOf, readMarker, type SwapMarker, sameFile } from './swap.js';
+import { identityOf, readMarker, type SwapMarker, sameFile, swapInPlace } from './swap.js';
 import { tmpDir } from './test-support/fixtures.js';
 
 const file = { ino: 7, size: 100 };
@@ -64,5 +64,17 @@ describe('file identity', () => {
     expect(await identityOf(seg.log)).toBeUndefined();
     await writeFile(seg.log, Buffer.alloc(12));
     expect(await identityOf(seg.log)).toMatchObject({ size: 12, ino: expect.any(Number) });
+  });
+});
+
+describe('swapInPlace', () => {
+  it('a segment gone before its swap: a typed error naming it, no marker written', async () => {
+    const seg = new SegmentFiles(await tmpDir(), 0n);
+    await expect(swapInPlace(seg, 0)).rejects.toMatchObject({
+      code: 'IO',
+      file: seg.log,
+      message: expect.stringMatching(/^the segment disappeared before its swap/),
+    });
+    expect(await identityOf(seg.marker)).toBeUndefined();
   });
 });
