@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
+import { type FsOp, observeFsOps } from './fsops.js';
 import { recoverLeftovers } from './leftovers.js';
 import { acquireSegmentLock, lockPathFor } from './lock.js';
 import { crashAfterOp, killLocks, stepOf } from './test-support/crash.js';
@@ -152,6 +153,7 @@ describe('recoverLeftovers', () => {
     const r = await recoverLeftovers(pdir);
     expect(r.completed).toEqual([]);
     expect(r.foreignSwaps).toEqual([`${BASE}.log.swap`, `${BASE}.timeindex.swap`, `${BASE}.txnindex.swap`]);
+    expect(r.removed).toContain(`${BASE}.seglift-swap`);
     expect((await convertSegment(log, { codec: 'zstd', inPlace: true })).error?.code).toBe('KAFKA_LEFTOVERS');
   });
 
@@ -315,5 +317,144 @@ describe('recoverLeftovers', () => {
     const r = await recoverLeftovers(pdir);
     expect(r.foreignSwaps).toContain(`${BASE}.txnindex.swap`);
     expect(await readFile(path.join(pdir, `${BASE}.txnindex.swap`))).toEqual(kafkas);
+  });
+});
+
+describe('recoverLeftovers: locks, scope, durability', () => {
+  const live = () => JSON.stringify({ pid: process.pid, host: os.hostname(), token: 'live', startedAt: '' });
+
+  it('takes the partition lock only with a swap to complete (or a stale partition lock to clear)', async () => {
+    const { log, pdir } = await setup();
+    const partitionLock = path.join(pdir, 'seglift.partition.lock');
+    const aborted = AbortSignal.abort();
+    // Another run swaps right now: recovery with nothing to complete does not wait for it.
+    await writeFile(partitionLock, live());
+    await writeFile(path.join(pdir, `${BASE}.log.seglift-tmp`), 'x');
+    expect((await recoverLeftovers(pdir, { signal: aborted })).removed).toEqual([`${BASE}.log.seglift-tmp`]);
+    // A swap to complete: it waits for the partition lock (here: until aborted), touching nothing.
+    await rm(partitionLock);
+    await crashAt(log, 'rename .log.swap');
+    await writeFile(partitionLock, live());
+    const before = await ls(pdir);
+    await expect(recoverLeftovers(pdir, { signal: aborted })).rejects.toThrow(/abort/i);
+    expect(await ls(pdir)).toEqual(before);
+    // ... unless the swap is another segment's and only this one is asked for.
+    expect((await recoverLeftovers(pdir, { signal: aborted, baseOffset: 100n })).completed).toEqual([]);
+    expect(await ls(pdir)).toEqual(before);
+    // A stale partition lock (a dead run on this host) is cleared even with nothing else to do.
+    await rm(partitionLock);
+    const done = await recoverLeftovers(pdir);
+    expect(done.completed).toEqual([BASE]);
+    await writeFile(
+      partitionLock,
+      JSON.stringify({ pid: 2 ** 22 + 11, host: os.hostname(), token: 'd', startedAt: '' }),
+    );
+    await recoverLeftovers(pdir);
+    expect(await ls(pdir)).not.toContain('seglift.partition.lock');
+  });
+
+  it('only the segment asked for; a live lock temp of the partition and unlocked segments without leftovers are not touched', async () => {
+    const { pdir } = await setup();
+    await writeFile(path.join(pdir, `${BASE}.log.seglift-tmp`), 'x');
+    await writeFile(path.join(pdir, '00000000000000000100.log.seglift-tmp'), 'y');
+    const pending = `seglift.partition.lock.${os.hostname()}.${process.pid}.0f8fad5b-d9cb-469f-a165-70867728950e.seglift-tmp`;
+    await writeFile(path.join(pdir, pending), '{"pid":');
+    const held = await acquireSegmentLock(path.join(pdir, '00000000000000000200.log'));
+    const r = await recoverLeftovers(pdir, { baseOffset: 100n });
+    expect(r).toMatchObject({ removed: ['00000000000000000100.log.seglift-tmp'], locked: [] });
+    expect(await ls(pdir)).toEqual(expect.arrayContaining([`${BASE}.log.seglift-tmp`, pending]));
+    await held.release();
+  });
+
+  it("a locked segment's swap files are its own, not foreign", async () => {
+    const { log, pdir } = await setup();
+    const run = await crashAfterOp(
+      (op) => stepOf(op) === 'rename .log.swap',
+      () => [convertSegment(log, { codec: 'zstd', inPlace: true })],
+    );
+    expect(run.crashed).toBe(true);
+    // The segment lock names this (live) process: the run that holds it is still going (between
+    // two swaps: it holds no partition lock).
+    await rm(path.join(pdir, 'seglift.partition.lock'));
+    const r = await recoverLeftovers(pdir);
+    expect(r).toMatchObject({ locked: [BASE], foreignSwaps: [], completed: [] });
+  });
+
+  it('a recovery that changed the directory fsyncs it last; one with nothing to do changes nothing', async () => {
+    const { pdir } = await setup();
+    const ops: FsOp[] = [];
+    const stop = observeFsOps((op) => ops.push(op));
+    try {
+      await recoverLeftovers(pdir);
+      expect(ops).toEqual([]);
+      await writeFile(path.join(pdir, `${BASE}.log.seglift-tmp`), 'x');
+      await recoverLeftovers(pdir);
+      expect(ops.map((op) => op.kind)).toEqual(['unlink', 'fsync-dir']);
+    } finally {
+      stop();
+    }
+  });
+
+  it('Kafka leftovers stop a conversion before any work; one appearing before the swap stops the swap', async () => {
+    const { log, pdir } = await setup();
+    const cleaned = path.join(pdir, `${BASE}.log.cleaned`);
+    await writeFile(cleaned, 'kafka');
+    const ops: FsOp[] = [];
+    const stop = observeFsOps((op) => ops.push(op));
+    let r: Awaited<ReturnType<typeof convertSegment>>;
+    try {
+      r = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    } finally {
+      stop();
+    }
+    expect(r.error?.code).toBe('KAFKA_LEFTOVERS');
+    expect(r.reason).toMatch(/start the broker once and stop it cleanly/);
+    expect(ops.filter((op) => /\.(log|index|timeindex)\.seglift-tmp$/.test(op.path))).toEqual([]);
+    await rm(cleaned);
+    const late = await convertSegment(log, {
+      codec: 'zstd',
+      inPlace: true,
+      testHooks: { beforeVerify: () => writeFile(cleaned, 'kafka') },
+    });
+    expect(late.error?.code).toBe('KAFKA_LEFTOVERS');
+    expect(late.reason).toMatch(/deletes segment files by offset range/);
+    expect((await ls(pdir)).filter((n) => n.includes('seglift') && !n.endsWith('.lock'))).toEqual([]);
+  });
+
+  it("another segment's unfinished swap (its run alive) stops this swap", async () => {
+    const { log, pdir } = await setup();
+    const other = path.join(pdir, '00000000000000000100.log');
+    let held: Awaited<ReturnType<typeof acquireSegmentLock>> | undefined;
+    const r = await convertSegment(log, {
+      codec: 'zstd',
+      inPlace: true,
+      testHooks: {
+        beforeVerify: async () => {
+          held = await acquireSegmentLock(other);
+          await writeFile(path.join(pdir, '00000000000000000100.seglift-swap'), '{}');
+        },
+      },
+    });
+    expect(r.error?.code).toBe('LOCKED');
+    expect(r.reason).toMatch(
+      /another run's swap in this partition is unfinished \(00000000000000000100\.seglift-swap\)/,
+    );
+    await held?.release();
+  });
+
+  it('a conversion waiting for the partition lock stops when aborted', async () => {
+    const { log, pdir } = await setup();
+    await writeFile(path.join(pdir, 'seglift.partition.lock'), live());
+    const abort = new AbortController();
+    // Aborted once the segment lock is taken: the wait for the partition lock is what it stops.
+    const stop = observeFsOps((op) => {
+      if (op.kind === 'link' && op.path.endsWith('.log.seglift.lock')) abort.abort();
+    });
+    try {
+      const r = await convertSegment(log, { codec: 'zstd', inPlace: true, signal: abort.signal });
+      expect(r.aborted).toBe(true);
+    } finally {
+      stop();
+    }
   });
 });
