@@ -284,6 +284,23 @@ describe('SegmentIndexBuilder: limits and errors (killing mutants of index-file.
       }),
     );
     expect(() => offsetIndexView(new Uint8Array(9), 0n)).toThrow(CorruptRecordError);
+    expect(() => decodeTimeIndex(new Uint8Array(13), 0n)).toThrow(
+      /^time index size 13 is not a multiple of 12/,
+    );
+  });
+
+  it("a time entry may not point below the last one's offset (an unindexed entry with a higher offset set it)", () => {
+    // Interval 0: every entry but the one at position 0 is indexed.
+    const b = new SegmentIndexBuilder(0n, { indexIntervalBytes: 0 });
+    b.append(0, 10, 50n, 9n); // not indexed, but the largest timestamp so far: offset 50
+    b.append(10, 10, 40n, 1n); // indexed: time entry (9, 50)
+    expect(() => b.append(20, 10, 45n, 10n)).toThrow(
+      expect.objectContaining({
+        position: 20,
+        offset: 45n,
+        message: expect.stringMatching(/^time index offset 45 is below the last entry's offset 50/),
+      }),
+    );
   });
 
   it('views decode relative offsets as stored', () => {
