@@ -41,6 +41,7 @@ describe('readMarker', () => {
       ["another segment's", { ...good, prefix: new SegmentFiles(seg.dir, 6n).prefix }],
       ['extras not a list', { ...good, extras: '.txnindex' }],
       ['no rewritten files', { ...good, rewritten: undefined }],
+      ['no .index among them', { ...good, rewritten: { '.log': file, '.timeindex': file } }],
       ...(['.log', '.index', '.timeindex'] as const).map((s): [string, unknown] => [
         `no inode for ${s}`,
         { ...good, rewritten: { ...good.rewritten, [s]: { size: 100, ino: String(file.ino) } } },
