@@ -5,7 +5,7 @@ import {
   decompress,
   decompressTransient,
 } from './codecs/index.js';
-import { crc32c, crc32cRange } from './crc.js';
+import { crc32c } from './crc.js';
 import {
   CorruptRecordError,
   CrcMismatchError,
@@ -401,67 +401,6 @@ function sealBatch(batch: Uint8Array): Uint8Array {
   v.setInt32(8, batch.length - LOG_OVERHEAD);
   v.setUint32(CRC_OFFSET, crc32c(batch.subarray(ATTRIBUTES_OFFSET)));
   return batch;
-}
-
-/** Writes an int64 given as a bigint, or as a number that is an exact integer (no bigint made). */
-function setInt64At(v: DataView, at: number, n: number | bigint): void {
-  if (typeof n === 'bigint') {
-    v.setBigInt64(at, n);
-    return;
-  }
-  const hi = Math.floor(n / 4294967296);
-  v.setInt32(at, hi);
-  v.setUint32(at + 4, n - hi * 4294967296);
-}
-
-/** Header fields of writeRecordBatchAt; int64 fields may be exact-integer numbers. */
-export interface RecordBatchHeaderAt {
-  baseOffset: number | bigint;
-  partitionLeaderEpoch: number;
-  attributes: number;
-  lastOffsetDelta: number;
-  baseTimestamp: number | bigint;
-  maxTimestamp: number | bigint;
-  producerId: number | bigint;
-  producerEpoch: number;
-  baseSequence: number;
-  recordsCount: number;
-}
-
-/**
- * Writes the header of the batch `buf[pos, pos + size)` whose record bytes (compressed with
- * `codecId`) are already in place after it, then its batchLength and CRC-32C: the bytes
- * encodeRecordBatch gives, built where they are written. The codec bits of `f.attributes` are
- * replaced by `codecId`.
- */
-export function writeRecordBatchAt(
-  buf: Uint8Array,
-  pos: number,
-  size: number,
-  f: RecordBatchHeaderAt,
-  codecId: number,
-): void {
-  if (!Number.isInteger(codecId) || codecId < 0 || codecId > 7) {
-    throw new InvalidArgumentError(`bad codec id ${codecId}`);
-  }
-  const count = f.recordsCount;
-  if (!Number.isInteger(count) || count < 0 || count > 0x7fffffff) {
-    throw new InvalidArgumentError(`bad record count ${count}`);
-  }
-  const v = new DataView(buf.buffer, buf.byteOffset + pos, RECORD_BATCH_OVERHEAD);
-  setInt64At(v, 0, f.baseOffset);
-  v.setInt32(8, size - LOG_OVERHEAD);
-  v.setInt32(12, f.partitionLeaderEpoch);
-  v.setInt8(16, 2);
-  v.setInt16(ATTRIBUTES_OFFSET, (((f.attributes & ~COMPRESSION_CODEC_MASK) | codecId) << 16) >> 16);
-  v.setInt32(23, f.lastOffsetDelta);
-  setInt64At(v, 27, f.baseTimestamp);
-  setInt64At(v, 35, f.maxTimestamp);
-  setInt64At(v, 43, f.producerId);
-  v.setInt16(51, f.producerEpoch);
-  v.setInt32(53, f.baseSequence);
-  v.setInt32(RECORDS_COUNT_OFFSET, count);
-  v.setUint32(CRC_OFFSET, crc32cRange(buf, pos + ATTRIBUTES_OFFSET, pos + size));
 }
 
 export interface RecompressOptions extends EncodeOptions, DecodeOptions {
