@@ -16,7 +16,7 @@
 // force splits.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 
@@ -26,7 +26,8 @@ if (!baseRoot || !newRoot) {
   process.exit(2);
 }
 const keepAt = process.argv.indexOf('--keep');
-const work = keepAt > 0 ? resolve(process.argv[keepAt + 1]) : mkdtempSync(join(tmpdir(), 'seglift-identity-'));
+const work =
+  keepAt > 0 ? resolve(process.argv[keepAt + 1]) : mkdtempSync(join(tmpdir(), 'seglift-identity-'));
 mkdirSync(work, { recursive: true });
 
 // ---- corpus -------------------------------------------------------------------------------
@@ -60,10 +61,10 @@ if (!existsSync(corpus)) {
       return Buffer.from('{"id":' + i + ',' + parts.join(',') + ',"ref":"' + int(1e12).toString(36) + '"}');
     };
     const maybe = (p, f) => (rand() < p ? null : f());
-    const write = (name, entries) => {
+    const write = (name, entries, base = '00000000000000000000') => {
       const dir = join(corpus, name);
       mkdirSync(dir, { recursive: true });
-      writeFileSync(join(dir, '00000000000000000000.log'), Buffer.concat(entries));
+      writeFileSync(join(dir, base + '.log'), Buffer.concat(entries));
     };
     const fields = (baseOffset, over = {}) => ({
       baseOffset, partitionLeaderEpoch: 5, attributes: 0, lastOffsetDelta: 0,
@@ -185,7 +186,25 @@ if (!existsSync(corpus)) {
       }
       write('mixed-v2', e);
     }
-    // 5-7. the bench's shapes, small: v2 gzip-9 batches of ~100 JSON records with headers,
+    // 5. values past 2^52: offsets near 2^52 (the segment's base offset too), timestamps near the
+    // int64 ends, mixed with ordinary ones; plain and in wrappers.
+    {
+      const e = [];
+      let off = 2n ** 52n - 300n;
+      const tsOf = (i) => [1500000000000n, 2n ** 62n + BigInt(i), -(2n ** 60n), -1n, 2n ** 52n + BigInt(i), 1500000000001n][i % 6];
+      for (let i = 0; i < 200; i++) {
+        const lat = i % 7 === 0;
+        e.push(legacy.encodeLegacyEntry(off, { magic: 1, attributes: lat ? 8 : 0, timestamp: tsOf(i), key: text(5), value: text(40) }));
+        off += 1n + BigInt(int(3));
+        if (i % 20 === 0) {
+          const messages = [];
+          for (let j = 0; j < 10; j++) messages.push({ offset: off++, timestamp: tsOf(i + j), key: null, value: text(30) });
+          e.push(legacy.encodeCompressedWrapper({ magic: 1, codec: 1 + (i % 3), messages }));
+        }
+      }
+      write('wide-values', e, String(2n ** 52n - 300n).padStart(20, '0'));
+    }
+    // 6-8. the bench's shapes, small: v2 gzip-9 batches of ~100 JSON records with headers,
     // magic-1 gzip wrappers of ~100 such messages, tiny plain magic-1 messages.
     {
       const e = [];
@@ -233,7 +252,8 @@ const jobs = [];
 const add = (label, log, opts) => jobs.push({ id: `${label} ${JSON.stringify(opts)}`, log, opts });
 for (const log of logsUnder(join(baseRoot, 'samples'))) {
   for (const codec of codecs)
-    for (const grouping of ['kafka', 'coalesce']) add(log.slice(baseRoot.length + 1), log, { codec, grouping });
+    for (const grouping of ['kafka', 'coalesce'])
+      add(log.slice(baseRoot.length + 1), log, { codec, grouping });
 }
 const real = process.env.SEGLIFT_REAL_FIXTURES ?? resolve(newRoot, '..', 'shared', 'fixtures', 'real');
 for (const log of logsUnder(real)) {
@@ -246,6 +266,9 @@ for (const log of logsUnder(corpus)) {
       add(name, log, { codec, grouping });
       add(name, log, { codec, grouping, maxBatchBytes: 4000, coalesceBytes: 2500 });
     }
+    // coalesceBytes above maxBatchBytes: batches split to fit.
+    if (codec !== 'snappy' && codec !== 'lz4')
+      add(name, log, { codec, grouping: 'coalesce', maxBatchBytes: 3000 });
   }
   add(name, log, { codec: 'zstd', level: 1, grouping: 'coalesce', force: true });
   add(name, log, { codec: 'gzip', level: 9, grouping: 'kafka', force: true });
@@ -306,7 +329,9 @@ writeFileSync(join(work, 'identity.json'), JSON.stringify({ base: a, new: b }, n
 console.log(
   `${jobs.length} conversions (${Object.entries(results)
     .map(([k, v]) => `${v} ${k}`)
-    .join(', ')}), ${same} identical, ${diffs.length} different; digest of base results ${digest}; ${((performance.now() - t0) / 1000).toFixed(0)} s`,
+    .join(
+      ', ',
+    )}), ${same} identical, ${diffs.length} different; digest of base results ${digest}; ${((performance.now() - t0) / 1000).toFixed(0)} s`,
 );
 for (const d of diffs.slice(0, 20)) console.log(JSON.stringify(d));
 if (keepAt < 0) rmSync(work, { recursive: true, force: true });

@@ -4,6 +4,8 @@ import {
   batchLastOffset,
   type CodecName,
   CorruptRecordError,
+  crc32,
+  crc32Range,
   DEFAULT_INDEX_INTERVAL_BYTES,
   InvalidArgumentError,
   readRecordBatchHeader,
@@ -12,14 +14,14 @@ import {
   SegmentIndexBuilder,
 } from '@seglift/format';
 import { DEFAULT_MAX_BATCH_BYTES, type Grouping, Upconverter } from '@seglift/legacy';
-import { codecIdOf, codecLabel, inspectEntry, withEntryContext } from './entry.js';
+import { codecIdOf, formatKey, inspectEntry, withEntryContext } from './entry.js';
 import { SegmentIoError } from './errors.js';
 import { fsyncDir, fsyncPath, removeIfExists, renameSynced, writeWholeFile } from './fs-util.js';
 import { findForeignSwaps, recoverLeftovers } from './leftovers.js';
 import { acquireSegmentLock, type SegmentLock } from './lock.js';
 import { type SegmentPaths, segmentPaths } from './names.js';
-import { RecompressedBatchProofs } from './proofs.js';
-import { readSegmentEntries } from './reader.js';
+import { RecompressedBatchProofs, type UpconvertedRun, UpconvertedRunProofs } from './proofs.js';
+import { entrySizeAt, readSegmentChunks, readSegmentEntries } from './reader.js';
 import { emptyReport, type SegmentReport, throughput } from './report.js';
 import { backupOriginals, markerPath, SimulatedCrash, type SwapStep, swapInPlace, tmpPath } from './swap.js';
 import { verifyRewrite } from './verify.js';
@@ -96,7 +98,7 @@ class SegmentWriter {
       });
     }
     this.index.append(this.position, batch.length, batchLastOffset(h), h.maxTimestamp);
-    const key = `v2/${codecLabel(h.attributes & 0x07)}`;
+    const key = formatKey(2, h.attributes & 0x07);
     this.codecOut[key] = (this.codecOut[key] ?? 0) + 1;
     this.batches++;
     this.records += h.recordsCount;
@@ -112,6 +114,46 @@ class SegmentWriter {
     } else {
       this.buffers[this.active].set(batch, this.used);
       this.used += batch.length;
+    }
+  }
+
+  /**
+   * Writes `bytes`, whole v2 batches back to back (the upconverter's output), without a header
+   * object per batch; copied before the promise resolves.
+   */
+  async writeBatches(bytes: Uint8Array): Promise<void> {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    for (let p = 0; p < bytes.length; ) {
+      const size = view.getInt32(p + 8) + 12;
+      const baseOffset = view.getBigInt64(p);
+      if (this.position + size > MAX_SEGMENT_BYTES) {
+        throw new CorruptRecordError('rewritten segment would exceed 2 GiB (positions are int32)', {
+          file: this.file,
+          position: this.position,
+          offset: baseOffset,
+        });
+      }
+      this.index.append(
+        this.position,
+        size,
+        baseOffset + BigInt(view.getInt32(p + 23)),
+        view.getBigInt64(p + 35),
+      );
+      const key = formatKey(2, bytes[p + 22] & 0x07);
+      this.codecOut[key] = (this.codecOut[key] ?? 0) + 1;
+      this.batches++;
+      this.records += view.getInt32(p + 57);
+      this.position += size;
+      p += size;
+    }
+    let done = 0;
+    while (done < bytes.length) {
+      const buffer = this.buffers[this.active];
+      const n = Math.min(bytes.length - done, buffer.length - this.used);
+      buffer.set(bytes.subarray(done, done + n), this.used);
+      this.used += n;
+      done += n;
+      if (this.used === buffer.length) await this.flush();
     }
   }
 
@@ -186,7 +228,7 @@ async function alreadyConverted(
     if (!(info.isControl || h.recordsCount === 0 || info.codec === codec)) return false;
     report.batchesIn++;
     report.recordsIn += h.recordsCount;
-    const key = `v2/${codecLabel(info.codec)}`;
+    const key = formatKey(2, info.codec);
     report.codecMixIn[key] = (report.codecMixIn[key] ?? 0) + 1;
   }
   return true;
@@ -250,7 +292,8 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     };
 
     const proofs = new RecompressedBatchProofs();
-    await writeConverted(src.log, tmp, src.baseOffset, codec, options, report, proofs);
+    const runs = new UpconvertedRunProofs();
+    await writeConverted(src.log, tmp, src.baseOffset, codec, options, report, proofs, runs);
     // The new files carry the original .log mtime from birth (ref §6.7: retention falls back to it).
     for (const f of Object.values(tmp)) await utimes(f, new Date(), new Date(mtimeMs));
     // fsync runs while verify reads the files back (from the page cache, as it would after a
@@ -277,6 +320,7 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
         acceptTruncatedTail: options.acceptTruncatedTail,
         signal: options.signal,
         proofs,
+        runs,
         sourceCrcsChecked: true,
       });
     } catch (err) {
@@ -361,6 +405,7 @@ async function writeConverted(
   options: ConvertOptions,
   report: SegmentReport,
   proofs: RecompressedBatchProofs,
+  runs: UpconvertedRunProofs,
 ): Promise<void> {
   const maxBatchBytes = options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES;
   const level = options.level;
@@ -374,6 +419,7 @@ async function writeConverted(
     maxBatchBytes,
     coalesceBytes: options.coalesceBytes,
     maxDecompressedBytes: options.maxDecompressedBatchBytes,
+    prove: true,
     onOversizeBatch: () => {
       report.oversizeUpconverted++;
     },
@@ -384,7 +430,26 @@ async function writeConverted(
     const w = new SegmentWriter(fh, tmp.log, index);
     const total = report.bytesIn;
     let nextProgress = 0;
-    for await (const entry of readSegmentEntries(source, {
+    // The run of legacy entries being upconverted: its source bytes and its output are
+    // checksummed as they go by (see UpconvertedRunProofs).
+    let run: UpconvertedRun | undefined;
+    /** Where in the current chunk the run's bytes not yet checksummed start. */
+    let runFrom = 0;
+    const writeOutput = async () => {
+      if (up.outputLength === 0) return;
+      const out = up.takeOutput();
+      run!.outputCrc = crc32(out, run!.outputCrc);
+      run!.batches += batchesIn(out);
+      await w.writeBatches(out);
+    };
+    const endRun = async () => {
+      up.finishPending();
+      await writeOutput();
+      run!.outputEnd = w.position;
+      runs.add(run!);
+      run = undefined;
+    };
+    for await (const c of readSegmentChunks(source, {
       acceptTruncatedTail: options.acceptTruncatedTail,
       onTruncatedTail: (t) => {
         report.truncatedTailBytes = t.bytes;
@@ -393,17 +458,49 @@ async function writeConverted(
       signal: options.signal,
       reuseBuffers: true,
     })) {
-      const info = inspectEntry(entry, source);
-      report.batchesIn++;
-      const key = `v${entry.magic}/${codecLabel(info.codec)}`;
-      report.codecMixIn[key] = (report.codecMixIn[key] ?? 0) + 1;
-      try {
-        if (entry.magic < 2) {
+      const b = c.bytes;
+      runFrom = c.start;
+      for (let p = c.start; p < c.end; ) {
+        const size = entrySizeAt(b, p);
+        const magic = b[p + 16];
+        const position = c.position + (p - c.start);
+        report.batchesIn++;
+        if (magic < 2) {
+          if (run === undefined) {
+            run = {
+              sourceStart: position,
+              sourceEnd: 0,
+              sourceCrc: 0,
+              outputStart: w.position,
+              outputEnd: 0,
+              outputCrc: 0,
+              batches: 0,
+            };
+            runFrom = p;
+          }
           const before = up.stats.recordsIn;
-          for (const b of up.push(entry.bytes)) await w.write(b);
+          try {
+            // Checks the entry's CRC-32 (and a wrapper's inner ones) as inspectEntry would.
+            up.pushEntry(b, p, p + size);
+          } catch (err) {
+            throw withEntryContext(err, source, { position, bytes: b.subarray(p, p + size) });
+          }
           report.recordsIn += up.stats.recordsIn - before;
-        } else {
-          for (const b of up.flush()) await w.write(b);
+          const key = formatKey(magic, b[p + 17] & 0x07);
+          report.codecMixIn[key] = (report.codecMixIn[key] ?? 0) + 1;
+          p += size;
+          continue;
+        }
+        const entry = { position, size, magic, bytes: b.subarray(p, p + size) };
+        if (run !== undefined) {
+          run.sourceCrc = crc32Range(b, runFrom, p, run.sourceCrc);
+          run.sourceEnd = position;
+          await endRun();
+        }
+        const info = inspectEntry(entry, source);
+        const key = formatKey(2, info.codec);
+        report.codecMixIn[key] = (report.codecMixIn[key] ?? 0) + 1;
+        try {
           const h = info.header!;
           report.recordsIn += h.recordsCount;
           if (info.isControl || h.recordsCount === 0 || (info.codec === codec && !options.force)) {
@@ -425,17 +522,23 @@ async function writeConverted(
               await w.write(out);
             }
           }
+        } catch (err) {
+          throw withEntryContext(err, source, entry);
         }
-      } catch (err) {
-        throw withEntryContext(err, source, entry);
+        p += size;
       }
-      const done = entry.position + entry.size;
+      if (run !== undefined) {
+        run.sourceCrc = crc32Range(b, runFrom, c.end, run.sourceCrc);
+        run.sourceEnd = c.position + (c.end - c.start);
+        await writeOutput();
+      }
+      const done = c.position + (c.end - c.start);
       if (options.onProgress && done >= nextProgress) {
         options.onProgress(done, total);
         nextProgress = done + 8 * 1024 * 1024;
       }
     }
-    for (const b of up.flush()) await w.write(b);
+    if (run !== undefined) await endRun();
     await w.finish();
     // No fsync here: convertSegment syncs the three files while verify reads them back.
     await fh.close();
@@ -451,4 +554,12 @@ async function writeConverted(
   } finally {
     if (!closed) await fh.close();
   }
+}
+
+/** Number of batches in `bytes` (whole batches back to back). */
+function batchesIn(bytes: Uint8Array): number {
+  let n = 0;
+  for (let p = 0; p < bytes.length; n++)
+    p += ((bytes[p + 8] << 24) | (bytes[p + 9] << 16) | (bytes[p + 10] << 8) | bytes[p + 11]) + 12;
+  return n;
 }

@@ -21,6 +21,15 @@ export function codecLabel(id: number): string {
   return CODEC_NAMES[id] ?? `unknown(${id})`;
 }
 
+const FORMAT_KEYS = [0, 1, 2].map((magic) =>
+  Array.from({ length: 8 }, (_, c) => `v${magic}/${codecLabel(c)}`),
+);
+
+/** `v<magic>/<codec>`, the key of report.codecMixIn/codecOut (made once, not per entry). */
+export function formatKey(magic: number, codec: number): string {
+  return FORMAT_KEYS[magic]?.[codec] ?? `v${magic}/${codecLabel(codec)}`;
+}
+
 export function codecIdOf(name: CodecName): number {
   const id = CompressionType[name.toUpperCase() as keyof typeof CompressionType];
   if (id === undefined) throw new InvalidArgumentError(`unknown codec ${String(name)}`);
