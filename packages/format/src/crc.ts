@@ -27,16 +27,22 @@ function slicingTables(poly: number): Int32Array {
 const CRC32_TABLES = slicingTables(0xedb88320);
 const CRC32C_TABLES = slicingTables(0x82f63b78);
 
-// The last buffer's DataView: consecutive calls are usually over the same buffer (a read chunk).
-let viewOf: ArrayBufferLike | undefined;
-let view: DataView = new DataView(new ArrayBuffer(0));
+// DataViews of the last two buffers: calls come over one or two buffers at a time (a read chunk,
+// an output buffer), and making a DataView costs more than checksumming 50 bytes.
+let viewA: DataView = new DataView(new ArrayBuffer(0));
+let viewB: DataView = viewA;
+
+function viewOf(buffer: ArrayBufferLike): DataView {
+  if (viewA.buffer === buffer) return viewA;
+  if (viewB.buffer !== buffer) viewB = new DataView(buffer);
+  const v = viewB;
+  viewB = viewA;
+  viewA = v;
+  return v;
+}
 
 function small(t: Int32Array, buf: Uint8Array, start: number, end: number, initial: number): number {
-  if (buf.buffer !== viewOf) {
-    viewOf = buf.buffer;
-    view = new DataView(buf.buffer);
-  }
-  const v = view;
+  const v = viewOf(buf.buffer);
   let c = ~initial;
   let i = buf.byteOffset + start;
   const e = buf.byteOffset + end;

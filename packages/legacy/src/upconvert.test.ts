@@ -495,6 +495,45 @@ describe('Upconverter fast path', () => {
     expect(wide).toBeGreaterThan(20);
   });
 
+  it('corrupt entries: the same error as the implementation before it, or the same bytes', () => {
+    let errors = 0;
+    fc.assert(
+      fc.property(
+        fc.array(arbEntry, { minLength: 1, maxLength: 12 }),
+        fc.array(fc.tuple(fc.nat(), fc.nat(), fc.integer({ min: 1, max: 255 })), {
+          minLength: 1,
+          maxLength: 3,
+        }),
+        fc.constantFrom<'kafka' | 'coalesce'>('kafka', 'coalesce'),
+        fc.constantFrom<0 | 4>(0, 4),
+        (gen, flips, grouping, codec) => {
+          const entries = buildEntries(gen).map((e) => Buffer.from(e));
+          // Flip bytes anywhere past the offset field (CRCs, lengths, keys, values, wrapped bytes),
+          // and sometimes an offset field (offsets that stop increasing).
+          for (const [i, at, x] of flips) {
+            const e = entries[i % entries.length];
+            const pos = x % 5 === 0 ? 7 : 12 + (at % (e.length - 12));
+            e[pos] ^= x;
+          }
+          const options = { grouping, codec, maxBatchBytes: 1500, coalesceBytes: 2000 };
+          const run = (u: { push(e: Uint8Array): Uint8Array[]; flush(): Uint8Array[] }) => {
+            try {
+              return [...entries.flatMap((e) => u.push(e)), ...u.flush()].map(hex).join();
+            } catch (err) {
+              const e = err as { name: string; message: string; offset?: bigint; position?: number };
+              return `${e.name}: ${e.message} @${e.offset}/${e.position}`;
+            }
+          };
+          const expected = run(new ReferenceUpconverter(options));
+          expect(run(new Upconverter({ ...options, prove: true }))).toBe(expected);
+          if (expected.includes('Error')) errors++;
+        },
+      ),
+      { numRuns: 500, seed: 20261201 },
+    );
+    expect(errors).toBeGreaterThan(200);
+  });
+
   it('proof failures are VerifyMismatchErrors: a codec that decodes its output wrong is caught', async () => {
     const format = await import('@seglift/format');
     const entries = [0, 1, 2].map((i) => plain(BigInt(i), 1, `value-${i}`, 1000n + BigInt(i)));

@@ -205,6 +205,24 @@ function putVarint(buf: Uint8Array, p: number, n: number): number {
   return putUnsigned(buf, p, ((n << 1) ^ (n >> 31)) >>> 0);
 }
 
+/**
+ * The error the fast path's failure on `entry` must be reported as: the general path checks an
+ * entry completely (CRCs included) before adding any of its records, so an error it finds comes
+ * first.
+ */
+function explain(
+  err: unknown,
+  entry: Uint8Array,
+  options: { maxDecompressedBytes?: number; checkInnerCrc?: boolean },
+): unknown {
+  try {
+    decodeLegacyRecords(entry, options);
+  } catch (first) {
+    return first;
+  }
+  return err;
+}
+
 function mismatch(detail: string, offset: number | bigint): VerifyMismatchError {
   return new VerifyMismatchError('upconverted batch', detail, { offset: BigInt(offset) });
 }
@@ -265,6 +283,7 @@ export class Upconverter {
 
   // Scratch of the fast path.
   private readonly fields = new RecordFields();
+
   private innerStarts = new Int32Array(256);
   private innerEnds = new Int32Array(256);
 
@@ -311,7 +330,15 @@ export class Upconverter {
   pushEntry(buf: Uint8Array, start: number, end: number): void {
     this.compact();
     this.stats.entriesIn++;
-    if (this.wide || !this.pushFast(buf, start, end)) this.pushGeneral(buf.subarray(start, end));
+    let done = false;
+    if (!this.wide) {
+      try {
+        done = this.pushFast(buf, start, end);
+      } catch (err) {
+        throw explain(err, buf.subarray(start, end), this.decodeOptions);
+      }
+    }
+    if (!done) this.pushGeneral(buf.subarray(start, end));
     if (this.grouping !== 'coalesce') this.finishPending();
   }
 
@@ -397,9 +424,8 @@ export class Upconverter {
     if (valueLength >= 0 ? valueLength !== e - q : valueLength !== -1 || q !== e) return false;
     const offset = smallInt64At(b, p);
     if (Number.isNaN(offset) || Number.isNaN(timestamp)) return false;
-    const storedCrc = int32At(b, p + 12) >>> 0;
-    if (crc32Range(b, p + 16, e) !== storedCrc) return false;
     const codec = attributes & LEGACY_CODEC_MASK;
+    if (crc32Range(b, p + 16, e) !== int32At(b, p + 12) >>> 0) return false;
     if (codec === 0) {
       this.stats.recordsIn++;
       const logAppend = magic === 1 && (attributes & 0x08) !== 0;
