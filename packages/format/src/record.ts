@@ -53,46 +53,6 @@ export function readRecord(reader: ByteReader): Record {
   return { attributes, timestampDelta, offsetDelta, key, value, headers };
 }
 
-/**
- * Steps over one record with exactly readRecord's checks, keeping nothing: verify-before-swap
- * parses every rewritten record this way without allocating per record.
- */
-export function skipRecord(reader: ByteReader): void {
-  const lengthAt = reader.pos;
-  const length = reader.varint();
-  const start = reader.pos;
-  if (length < 0 || length > reader.end - start) {
-    throw new CorruptRecordError(
-      `invalid record size: declared ${length} bytes, ${reader.end - start} left in the record stream`,
-      { position: lengthAt },
-    );
-  }
-  reader.int8();
-  reader.varlong();
-  reader.varint();
-  reader.skipNullableBytes();
-  reader.skipNullableBytes();
-  const countAt = reader.pos;
-  const headerCount = reader.varint();
-  const recordEnd = start + length;
-  if (headerCount < 0 || headerCount > recordEnd - reader.pos) {
-    throw new CorruptRecordError(`invalid number of record headers: ${headerCount}`, { position: countAt });
-  }
-  for (let i = 0; i < headerCount; i++) {
-    const keyAt = reader.pos;
-    if (reader.skipNullableBytes() === -1) {
-      throw new CorruptRecordError('null record header key', { position: keyAt });
-    }
-    reader.skipNullableBytes();
-  }
-  if (reader.pos !== recordEnd) {
-    throw new CorruptRecordError(
-      `invalid record size: declared ${length} bytes, fields take ${reader.pos - start}`,
-      { position: lengthAt },
-    );
-  }
-}
-
 /** Size of a record's body (everything after its length varint). */
 export function sizeOfRecordBody(record: Record): number {
   let size =
