@@ -497,6 +497,7 @@ async function writeConverted(
           run.sourceEnd = position;
           await endRun();
         }
+        // The stored CRC-32C is checked here once (recompressRecordBatch is told so).
         const info = inspectEntry(entry, source);
         const key = formatKey(2, info.codec);
         report.codecMixIn[key] = (report.codecMixIn[key] ?? 0) + 1;
@@ -512,6 +513,9 @@ async function writeConverted(
               level,
               maxDecompressedBytes: options.maxDecompressedBatchBytes,
               roundTrip: true,
+              crcChecked: true,
+              // Copied by w.write below before another batch is recompressed.
+              transient: true,
             });
             if (out.length > maxBatchBytes) {
               report.oversizeKept++;
