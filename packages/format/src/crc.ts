@@ -27,22 +27,38 @@ function slicingTables(poly: number): Int32Array {
 const CRC32_TABLES = slicingTables(0xedb88320);
 const CRC32C_TABLES = slicingTables(0x82f63b78);
 
-// DataViews of the last two buffers: calls come over one or two buffers at a time (a read chunk,
-// an output buffer), and making a DataView costs more than checksumming 50 bytes.
-let viewA: DataView = new DataView(new ArrayBuffer(0));
+// DataViews (over the whole ArrayBuffer) of the last two arrays checksummed: calls come over one
+// or two arrays at a time (a read chunk, an output buffer). Keyed by the array itself: making a
+// DataView, or even reading `.buffer` (a call into the runtime), costs more than checksumming 50
+// bytes.
+let arrayA: Uint8Array | undefined;
+let bufferA: ArrayBufferLike = new ArrayBuffer(0);
+let viewA: DataView = new DataView(bufferA);
+let arrayB: Uint8Array | undefined;
+let bufferB: ArrayBufferLike = bufferA;
 let viewB: DataView = viewA;
 
-function viewOf(buffer: ArrayBufferLike): DataView {
-  if (viewA.buffer === buffer) return viewA;
-  if (viewB.buffer !== buffer) viewB = new DataView(buffer);
-  const v = viewB;
-  viewB = viewA;
-  viewA = v;
-  return v;
+function viewOf(buf: Uint8Array): DataView {
+  if (buf === arrayA) return viewA;
+  if (buf !== arrayB) {
+    arrayB = buf;
+    bufferB = buf.buffer;
+    viewB = new DataView(bufferB);
+  }
+  const a = arrayA;
+  const b = bufferA;
+  const v = viewA;
+  arrayA = arrayB;
+  bufferA = bufferB;
+  viewA = viewB;
+  arrayB = a;
+  bufferB = b;
+  viewB = v;
+  return viewA;
 }
 
 function small(t: Int32Array, buf: Uint8Array, start: number, end: number, initial: number): number {
-  const v = viewOf(buf.buffer);
+  const v = viewOf(buf);
   let c = ~initial;
   let i = buf.byteOffset + start;
   const e = buf.byteOffset + end;
@@ -76,14 +92,20 @@ export function crc32c(data: Uint8Array, initial = 0): number {
   return nodeRsCrc32c(data, initial) >>> 0;
 }
 
+/** A view of `buf[start, end)` for the native code (the DataView cache knows its ArrayBuffer). */
+function range(buf: Uint8Array, start: number, end: number): Uint8Array {
+  viewOf(buf);
+  return new Uint8Array(bufferA, buf.byteOffset + start, end - start);
+}
+
 /** crc32 of `buf[start, end)`, without a subarray. */
 export function crc32Range(buf: Uint8Array, start: number, end: number, initial = 0): number {
   if (end - start < SMALL) return small(CRC32_TABLES, buf, start, end, initial);
-  return nodeRsCrc32(new Uint8Array(buf.buffer, buf.byteOffset + start, end - start), initial) >>> 0;
+  return nodeRsCrc32(range(buf, start, end), initial) >>> 0;
 }
 
 /** crc32c of `buf[start, end)`, without a subarray. */
 export function crc32cRange(buf: Uint8Array, start: number, end: number, initial = 0): number {
   if (end - start < SMALL) return small(CRC32C_TABLES, buf, start, end, initial);
-  return nodeRsCrc32c(new Uint8Array(buf.buffer, buf.byteOffset + start, end - start), initial) >>> 0;
+  return nodeRsCrc32c(range(buf, start, end), initial) >>> 0;
 }

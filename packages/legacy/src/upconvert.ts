@@ -140,18 +140,49 @@ class Bytes {
   }
 }
 
-/** dst[at, at + n) = src[from, from + n): a loop for very short fields, memcpy for the rest. */
-function copyBytes(dst: Buffer, at: number, src: Uint8Array, from: number, n: number): void {
-  if (n < 24) {
-    for (let i = 0; i < n; i++) dst[at + i] = src[from + i];
-  } else {
-    dst.set(new Uint8Array(src.buffer, src.byteOffset + from, n), at);
-  }
+// The last source array's ArrayBuffer and offset: reading `.buffer` calls into the runtime, which
+// costs more than copying or comparing a short field.
+let srcArray: Uint8Array | undefined;
+let srcBuffer: ArrayBufferLike = new ArrayBuffer(0);
+let srcOffset = 0;
+let srcView: DataView = new DataView(srcBuffer);
+// The same for the array compared against (the pending batch's bytes).
+let ownArray: Uint8Array | undefined;
+let ownView: DataView = srcView;
+
+function source(src: Uint8Array): void {
+  if (src === srcArray) return;
+  srcArray = src;
+  srcBuffer = src.buffer;
+  srcOffset = src.byteOffset;
+  srcView = new DataView(srcBuffer);
 }
 
-// DataViews of the last two buffers compared (the payload and a source chunk, usually).
-let viewA: DataView = new DataView(new ArrayBuffer(0));
-let viewB: DataView = viewA;
+function own(a: Uint8Array): void {
+  if (a === ownArray) return;
+  ownArray = a;
+  ownView = new DataView(a.buffer);
+}
+
+/**
+ * dst[at, at + n) = src[from, from + n): four bytes at a time for fields under 96 bytes (faster
+ * than the typed array and call a memcpy needs), memcpy for longer ones.
+ */
+function copyBytes(dst: Buffer, at: number, src: Uint8Array, from: number, n: number): void {
+  source(src);
+  if (n >= 96) {
+    dst.set(new Uint8Array(srcBuffer, srcOffset + from, n), at);
+    return;
+  }
+  own(dst);
+  const vd = ownView;
+  const vs = srcView;
+  let i = srcOffset + from;
+  let k = dst.byteOffset + at;
+  const end = i + n;
+  for (; i + 4 <= end; i += 4, k += 4) vd.setInt32(k, vs.getInt32(i, true), true);
+  for (; i < end; i++, k++) vd.setUint8(k, vs.getUint8(i));
+}
 
 /**
  * a[ap, ap + n) equals b[bp, bp + n): four bytes at a time for short fields, memcmp for long ones
@@ -159,14 +190,14 @@ let viewB: DataView = viewA;
  */
 function equalBytes(a: Buffer, ap: number, b: Uint8Array, bp: number, n: number): boolean {
   if (n >= 256) return a.compare(b, bp, bp + n, ap, ap + n) === 0;
-  if (viewA.buffer !== a.buffer) viewA = new DataView(a.buffer);
-  if (viewB.buffer !== b.buffer) viewB = new DataView(b.buffer);
-  const va = viewA;
-  const vb = viewB;
+  own(a);
+  source(b);
+  const va = ownView;
+  const vb = srcView;
   let i = a.byteOffset + ap;
-  let k = b.byteOffset + bp;
+  let k = srcOffset + bp;
   const end = i + n;
-  for (; i + 4 <= end; i += 4, k += 4) if (va.getInt32(i) !== vb.getInt32(k)) return false;
+  for (; i + 4 <= end; i += 4, k += 4) if (va.getInt32(i, true) !== vb.getInt32(k, true)) return false;
   for (; i < end; i++, k++) if (va.getUint8(i) !== vb.getUint8(k)) return false;
   return true;
 }
