@@ -123,6 +123,7 @@ export function createProcessor(deps: ProcessorDeps) {
         grouping: config.grouping,
         coalesceBytes: config.coalesceBytes,
         maxBatchBytes: config.maxBatchBytes,
+        onlyIfSmaller: config.onlyIfSmaller,
         maxDecompressedBatchBytes: config.limits.maxDecompressedBatchBytes,
         indexIntervalBytes: config.indexIntervalBytes,
         inPlace: true,

@@ -10,6 +10,7 @@ export interface ConvertOptions {
   grouping?: 'kafka' | 'coalesce';
   coalesceBytes?: number;
   maxBatchBytes?: number;
+  onlyIfSmaller?: boolean;
   maxDecompressedBatchBytes?: number;
   indexIntervalBytes?: number;
   force?: boolean;

@@ -36,10 +36,17 @@ export interface ConvertTestHooks {
 export interface ConvertOptions {
   codec: CodecName;
   level?: number;
+  /** How legacy entries become v2 batches (default coalesce; see @seglift/legacy's Upconverter). */
   grouping?: Grouping;
   coalesceBytes?: number;
   /** Largest batch written (default 1048588, Kafka's max.message.bytes default). */
   maxBatchBytes?: number;
+  /**
+   * Keep a v2 batch in its codec (byte for byte) when recompressing it would make it larger.
+   * Off by default: a target codec is also chosen for consumers' CPU, and a segment where every
+   * batch is kept is left as it is (see docs/benchmarks.md, "Recompression that grows data").
+   */
+  onlyIfSmaller?: boolean;
   maxDecompressedBatchBytes?: number;
   /** Largest source entry accepted by the reader (default 64 MiB). */
   maxEntryBytes?: number;
@@ -225,7 +232,17 @@ async function alreadyConverted(
     if (entry.magic !== 2) return false;
     const info = inspectEntry(entry, logPath);
     const h = info.header!;
-    if (!(info.isControl || h.recordsCount === 0 || info.codec === codec)) return false;
+    if (!(info.isControl || h.recordsCount === 0 || info.codec === codec)) {
+      // With onlyIfSmaller a batch that recompression would grow stays as it is.
+      if (!options.onlyIfSmaller) return false;
+      const out = recompressRecordBatch(entry.bytes, codec, {
+        level: options.level,
+        maxDecompressedBytes: options.maxDecompressedBatchBytes,
+        crcChecked: true,
+        transient: true,
+      });
+      if (out.length <= entry.bytes.length) return false;
+    }
     report.batchesIn++;
     report.recordsIn += h.recordsCount;
     const key = formatKey(2, info.codec);
@@ -413,7 +430,7 @@ async function writeConverted(
     indexIntervalBytes: options.indexIntervalBytes ?? DEFAULT_INDEX_INTERVAL_BYTES,
   });
   const up = new Upconverter({
-    grouping: options.grouping ?? 'kafka',
+    grouping: options.grouping ?? 'coalesce',
     codec: codec as 0 | 1 | 2 | 3 | 4,
     level,
     maxBatchBytes,
@@ -517,9 +534,17 @@ async function writeConverted(
               // Copied by w.write below before another batch is recompressed.
               transient: true,
             });
+            // A batch kept as it is: the round trip just parsed its records strictly, so its own
+            // bytes are proven like a recompressed batch's.
             if (out.length > maxBatchBytes) {
               report.oversizeKept++;
               report.batchesCopied++;
+              proofs.add(entry.position, entry.bytes);
+              await w.write(entry.bytes);
+            } else if (options.onlyIfSmaller && out.length > entry.bytes.length) {
+              report.keptSmaller++;
+              report.batchesCopied++;
+              proofs.add(entry.position, entry.bytes);
               await w.write(entry.bytes);
             } else {
               proofs.add(entry.position, out);

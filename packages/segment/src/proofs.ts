@@ -2,6 +2,9 @@
  * What convert proved in memory about each batch it recompressed (recompressRecordBatch with
  * `roundTrip`: source records strictly parsed, new record bytes decompressed again and equal to
  * the source's), keyed by the source batch's position: the new batch's stored CRC-32C and size.
+ * A batch kept as it was after that round trip (oversize, or onlyIfSmaller) is proven with its own
+ * bytes. Batches copied without a round trip (control, empty, already in the target codec) have
+ * no proof: verify decodes them, so their records are still checked.
  * Verify-before-swap reads the new batch back from disk, checks its CRC over the bytes and
  * compares the header fields with the source's; a CRC and size equal to these then shows the
  * bytes on disk are the ones proven, so neither side is decompressed a second time (for gzip

@@ -66,6 +66,7 @@ export interface ConvertCliOptions
     | 'backupDir'
     | 'force'
     | 'maxBatchBytes'
+    | 'onlyIfSmaller'
     | 'acceptTruncatedTail'
   > {
   json?: boolean;
@@ -111,6 +112,7 @@ export const convertCommand: Command = {
       grouping: config.grouping,
       coalesceBytes: config.coalesceBytes,
       maxBatchBytes: config.maxBatchBytes,
+      onlyIfSmaller: config.onlyIfSmaller,
       indexIntervalBytes: config.indexIntervalBytes,
       maxDecompressedBatchBytes: config.limits.maxDecompressedBatchBytes,
       outDir,

@@ -63,6 +63,7 @@ export interface MigrateCliOptions {
   includeActive?: boolean;
   concurrency?: number;
   maxBatchBytes?: number;
+  onlyIfSmaller?: boolean;
   json?: boolean;
   quiet?: boolean;
   /** The effective settings, named in the summary (JSON `settings`, and a `settings:` line). */
@@ -93,6 +94,7 @@ export const migrateCommand: Command = {
       grouping: config.grouping,
       coalesceBytes: config.coalesceBytes,
       maxBatchBytes: config.maxBatchBytes,
+      onlyIfSmaller: config.onlyIfSmaller,
       indexIntervalBytes: config.indexIntervalBytes,
       maxDecompressedBatchBytes: config.limits.maxDecompressedBatchBytes,
       backupDir: config.backupDir,
@@ -129,6 +131,7 @@ export async function migrateDirs(
       grouping: options.grouping,
       coalesceBytes: options.coalesceBytes,
       maxBatchBytes: options.maxBatchBytes,
+      onlyIfSmaller: options.onlyIfSmaller,
       indexIntervalBytes: options.indexIntervalBytes,
       maxDecompressedBatchBytes: options.maxDecompressedBatchBytes,
       backupDir: options.backupDir,
