@@ -3,7 +3,7 @@
 // (~70 KB uncompressed, ~20 KB gzip-9), magic-1 gzip wrappers of ~100 such messages, and small
 // (100-200 byte) uncompressed magic-1 messages. Records come from a seeded PRNG: the same bytes on
 // every run. Needs the workspace built.
-import { closeSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
 
 const fmt = await import(new URL('../packages/format/dist/index.js', import.meta.url).href);
 const legacy = await import(new URL('../packages/legacy/dist/index.js', import.meta.url).href);
@@ -101,6 +101,9 @@ function writeEntries(path, targetBytes, next) {
     }
   }
   if (chunk.length) writeSync(fd, Buffer.concat(chunk));
+  // On disk before anything is measured: writeback of the data would otherwise compete with the
+  // runs (and their fsyncs).
+  fsyncSync(fd);
   closeSync(fd);
   return { bytes: written, entries };
 }

@@ -325,7 +325,7 @@ try {
             b.writeBigInt64BE(b.readBigInt64BE(q) + base, q);
             q += b.readInt32BE(q + 8) + 12;
           }
-          writeFileSync(log, b);
+          writeFileSync(log, b, { flush: true });
         }
       }
       return root;

@@ -450,6 +450,16 @@ async function writeConverted(
     // The run of legacy entries being upconverted: its source bytes and its output are
     // checksummed as they go by (see UpconvertedRunProofs).
     let run: UpconvertedRun | undefined;
+    // Legacy entries per (magic << 3 | codec), for report.codecMixIn.
+    const legacyMix = new Int32Array(16);
+    const countLegacyMix = () => {
+      for (let i = 0; i < 16; i++) {
+        if (legacyMix[i] === 0) continue;
+        const key = formatKey(i >> 3, i & 7);
+        report.codecMixIn[key] = (report.codecMixIn[key] ?? 0) + legacyMix[i];
+        legacyMix[i] = 0;
+      }
+    };
     /** Where in the current chunk the run's bytes not yet checksummed start. */
     let runFrom = 0;
     const writeOutput = async () => {
@@ -477,84 +487,88 @@ async function writeConverted(
     })) {
       const b = c.bytes;
       runFrom = c.start;
-      for (let p = c.start; p < c.end; ) {
-        const size = entrySizeAt(b, p);
-        const magic = b[p + 16];
-        const position = c.position + (p - c.start);
-        report.batchesIn++;
-        if (magic < 2) {
-          if (run === undefined) {
-            run = {
-              sourceStart: position,
-              sourceEnd: 0,
-              sourceCrc: 0,
-              outputStart: w.position,
-              outputEnd: 0,
-              outputCrc: 0,
-              batches: 0,
-            };
-            runFrom = p;
+      const recordsBefore = up.stats.recordsIn;
+      try {
+        for (let p = c.start; p < c.end; ) {
+          const size = entrySizeAt(b, p);
+          const magic = b[p + 16];
+          const position = c.position + (p - c.start);
+          report.batchesIn++;
+          if (magic < 2) {
+            if (run === undefined) {
+              run = {
+                sourceStart: position,
+                sourceEnd: 0,
+                sourceCrc: 0,
+                outputStart: w.position,
+                outputEnd: 0,
+                outputCrc: 0,
+                batches: 0,
+              };
+              runFrom = p;
+            }
+            try {
+              // Checks the entry's CRC-32 (and a wrapper's inner ones) as inspectEntry would.
+              up.pushEntry(b, p, p + size);
+            } catch (err) {
+              throw withEntryContext(err, source, { position, bytes: b.subarray(p, p + size) });
+            }
+            // Counted here, added to the report at the end of the chunk.
+            legacyMix[(magic << 3) | (b[p + 17] & 0x07)]++;
+            p += size;
+            continue;
           }
-          const before = up.stats.recordsIn;
-          try {
-            // Checks the entry's CRC-32 (and a wrapper's inner ones) as inspectEntry would.
-            up.pushEntry(b, p, p + size);
-          } catch (err) {
-            throw withEntryContext(err, source, { position, bytes: b.subarray(p, p + size) });
+          const entry = { position, size, magic, bytes: b.subarray(p, p + size) };
+          if (run !== undefined) {
+            run.sourceCrc = crc32Range(b, runFrom, p, run.sourceCrc);
+            run.sourceEnd = position;
+            await endRun();
           }
-          report.recordsIn += up.stats.recordsIn - before;
-          const key = formatKey(magic, b[p + 17] & 0x07);
+          // The stored CRC-32C is checked here once (recompressRecordBatch is told so).
+          const info = inspectEntry(entry, source);
+          const key = formatKey(2, info.codec);
           report.codecMixIn[key] = (report.codecMixIn[key] ?? 0) + 1;
-          p += size;
-          continue;
-        }
-        const entry = { position, size, magic, bytes: b.subarray(p, p + size) };
-        if (run !== undefined) {
-          run.sourceCrc = crc32Range(b, runFrom, p, run.sourceCrc);
-          run.sourceEnd = position;
-          await endRun();
-        }
-        // The stored CRC-32C is checked here once (recompressRecordBatch is told so).
-        const info = inspectEntry(entry, source);
-        const key = formatKey(2, info.codec);
-        report.codecMixIn[key] = (report.codecMixIn[key] ?? 0) + 1;
-        try {
-          const h = info.header!;
-          report.recordsIn += h.recordsCount;
-          if (info.isControl || h.recordsCount === 0 || (info.codec === codec && !options.force)) {
-            // Kafka never compresses control or empty batches (ref §5.4): copy them byte for byte.
-            report.batchesCopied++;
-            await w.write(entry.bytes);
-          } else {
-            const out = recompressRecordBatch(entry.bytes, codec, {
-              level,
-              maxDecompressedBytes: options.maxDecompressedBatchBytes,
-              roundTrip: true,
-              crcChecked: true,
-              // Copied by w.write below before another batch is recompressed.
-              transient: true,
-            });
-            // A batch kept as it is: the round trip just parsed its records strictly, so its own
-            // bytes are proven like a recompressed batch's.
-            if (out.length > maxBatchBytes) {
-              report.oversizeKept++;
+          try {
+            const h = info.header!;
+            report.recordsIn += h.recordsCount;
+            if (info.isControl || h.recordsCount === 0 || (info.codec === codec && !options.force)) {
+              // Kafka never compresses control or empty batches (ref §5.4): copy them byte for byte.
               report.batchesCopied++;
-              proofs.add(entry.position, entry.bytes);
-              await w.write(entry.bytes);
-            } else if (options.onlyIfSmaller && out.length > entry.bytes.length) {
-              report.keptSmaller++;
-              report.batchesCopied++;
-              proofs.add(entry.position, entry.bytes);
               await w.write(entry.bytes);
             } else {
-              proofs.add(entry.position, out);
-              await w.write(out);
+              const out = recompressRecordBatch(entry.bytes, codec, {
+                level,
+                maxDecompressedBytes: options.maxDecompressedBatchBytes,
+                roundTrip: true,
+                crcChecked: true,
+                // Copied by w.write below before another batch is recompressed.
+                transient: true,
+              });
+              // A batch kept as it is: the round trip just parsed its records strictly, so its own
+              // bytes are proven like a recompressed batch's.
+              if (out.length > maxBatchBytes) {
+                report.oversizeKept++;
+                report.batchesCopied++;
+                proofs.add(entry.position, entry.bytes);
+                await w.write(entry.bytes);
+              } else if (options.onlyIfSmaller && out.length > entry.bytes.length) {
+                report.keptSmaller++;
+                report.batchesCopied++;
+                proofs.add(entry.position, entry.bytes);
+                await w.write(entry.bytes);
+              } else {
+                proofs.add(entry.position, out);
+                await w.write(out);
+              }
             }
+          } catch (err) {
+            throw withEntryContext(err, source, entry);
           }
-        } catch (err) {
-          throw withEntryContext(err, source, entry);
+          p += size;
         }
-        p += size;
+      } finally {
+        report.recordsIn += up.stats.recordsIn - recordsBefore;
+        countLegacyMix();
       }
       if (run !== undefined) {
         run.sourceCrc = crc32Range(b, runFrom, c.end, run.sourceCrc);
