@@ -149,6 +149,7 @@ let srcView: DataView = new DataView(srcBuffer);
 // The same for the array compared against (the pending batch's bytes).
 let ownArray: Uint8Array | undefined;
 let ownView: DataView = srcView;
+let ownOffset = 0;
 
 function source(src: Uint8Array): void {
   if (src === srcArray) return;
@@ -161,6 +162,7 @@ function source(src: Uint8Array): void {
 function own(a: Uint8Array): void {
   if (a === ownArray) return;
   ownArray = a;
+  ownOffset = a.byteOffset;
   ownView = new DataView(a.buffer);
 }
 
@@ -178,7 +180,7 @@ function copyBytes(dst: Buffer, at: number, src: Uint8Array, from: number, n: nu
   const vd = ownView;
   const vs = srcView;
   let i = srcOffset + from;
-  let k = dst.byteOffset + at;
+  let k = ownOffset + at;
   const end = i + n;
   for (; i + 4 <= end; i += 4, k += 4) vd.setInt32(k, vs.getInt32(i, true), true);
   for (; i < end; i++, k++) vd.setUint8(k, vs.getUint8(i));
@@ -194,7 +196,7 @@ function equalBytes(a: Buffer, ap: number, b: Uint8Array, bp: number, n: number)
   source(b);
   const va = ownView;
   const vb = srcView;
-  let i = a.byteOffset + ap;
+  let i = ownOffset + ap;
   let k = srcOffset + bp;
   const end = i + n;
   for (; i + 4 <= end; i += 4, k += 4) if (va.getInt32(i, true) !== vb.getInt32(k, true)) return false;
