@@ -30,7 +30,15 @@ export const LOG_OVERHEAD = 12;
 export const MAGIC_OFFSET = 16;
 /** Size of the v2 batch header (DefaultRecordBatch.RECORD_BATCH_OVERHEAD). */
 export const RECORD_BATCH_OVERHEAD = 61;
+/** Records.HEADER_SIZE_UP_TO_MAGIC: enough of any entry to read its offset, size and magic. */
+export const HEADER_SIZE_UP_TO_MAGIC = 17;
+/**
+ * The largest batch a broker accepts by default: `message.max.bytes` 1048588 (1 MiB + LOG_OVERHEAD,
+ * LogConfig.DEFAULT_MAX_MESSAGE_BYTES).
+ */
+export const DEFAULT_MAX_BATCH_BYTES = 1_048_588;
 
+/** The v2 batch's stored CRC-32C (DefaultRecordBatch.CRC_OFFSET). */
 export const CRC_OFFSET = 17;
 export const ATTRIBUTES_OFFSET = 21;
 export const RECORDS_COUNT_OFFSET = 57;

@@ -23,12 +23,14 @@ import {
   compressTransient,
   crc32cRange,
   crc32Range,
+  DEFAULT_MAX_BATCH_BYTES,
   decompress,
   decompressTransient,
   encodeRecordBatch,
   InvalidArgumentError,
   logicalRecordsOfBatch,
   parseRecordAt,
+  RECORD_BATCH_OVERHEAD,
   type Record,
   RecordFields,
   type RecordHeader,
@@ -38,11 +40,7 @@ import {
 } from '@seglift/format';
 import { decodeLegacyRecords, type LegacyRecord } from './deep.js';
 
-/** `LogConfig.DEFAULT_MAX_MESSAGE_BYTES`: 1 MiB + 12 (ref §5.4). */
-export const DEFAULT_MAX_BATCH_BYTES = 1_048_588;
 export const DEFAULT_COALESCE_BYTES = 1_048_576;
-/** v2 batch header size (`DefaultRecordBatch.RECORD_BATCH_OVERHEAD`). */
-const BATCH_OVERHEAD = 61;
 const INT32_MAX = 2_147_483_647;
 const TIMESTAMP_TYPE_LOG_APPEND_TIME = 0x08;
 const NO_HEADERS = Object.freeze([]) as unknown as RecordHeader[];
@@ -329,9 +327,9 @@ export class Upconverter {
     this.level = options.level;
     this.maxBatchBytes = options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES;
     this.coalesceBytes = options.coalesceBytes ?? DEFAULT_COALESCE_BYTES;
-    if (!(this.maxBatchBytes > BATCH_OVERHEAD)) {
+    if (!(this.maxBatchBytes > RECORD_BATCH_OVERHEAD)) {
       throw new InvalidArgumentError(
-        `maxBatchBytes must exceed ${BATCH_OVERHEAD}, got ${this.maxBatchBytes}`,
+        `maxBatchBytes must exceed ${RECORD_BATCH_OVERHEAD}, got ${this.maxBatchBytes}`,
       );
     }
     this.decodeOptions = {
@@ -600,9 +598,9 @@ export class Upconverter {
     this.maxTimestamp = Math.max(timestamp, -1);
     this.lastOffsetInBatch = offset;
     if (this.codec === 0) {
-      this.out.ensure(BATCH_OVERHEAD);
+      this.out.ensure(RECORD_BATCH_OVERHEAD);
       this.batchStart = this.out.length;
-      this.out.length += BATCH_OVERHEAD;
+      this.out.length += RECORD_BATCH_OVERHEAD;
       this.recStart = this.out.length;
     } else {
       this.payload.length = 0;
@@ -610,7 +608,7 @@ export class Upconverter {
     }
     const body = bodySize(0, 0, kl, vl);
     const size = sizeOfVarint(body) + body;
-    this.pendingBytes = BATCH_OVERHEAD + size;
+    this.pendingBytes = RECORD_BATCH_OVERHEAD + size;
     this.write(body, size, 0, 0, kb, kp, kl, vb, vp, vl);
     this.count = 1;
   }
@@ -712,10 +710,10 @@ export class Upconverter {
       const plen = this.payload.length;
       // Copied into the output at once: the codec's reused buffer is enough.
       const body = compressTransient(codec, this.payload.view(0, plen), { level: this.level, magic: 2 });
-      const size = BATCH_OVERHEAD + body.length;
+      const size = RECORD_BATCH_OVERHEAD + body.length;
       if (size <= this.maxBatchBytes || n === 1) {
         const at = this.reserveOut(size);
-        this.out.buf.set(body, at + BATCH_OVERHEAD);
+        this.out.buf.set(body, at + RECORD_BATCH_OVERHEAD);
         this.sealFast(at, size, n);
         this.emitted(at, size);
       } else {
@@ -796,7 +794,7 @@ export class Upconverter {
     const plen = this.payload.length;
     let back: Uint8Array;
     try {
-      back = decompressTransient(this.codec, this.out.view(at + BATCH_OVERHEAD, at + size), {
+      back = decompressTransient(this.codec, this.out.view(at + RECORD_BATCH_OVERHEAD, at + size), {
         magic: 2,
         maxBytes: plen,
       });
@@ -931,7 +929,7 @@ export class Upconverter {
       }
     }
     this.pendingLogAppend = logAppend;
-    this.pendingBytes = BATCH_OVERHEAD + recordSize(0, 0, r.key, r.value);
+    this.pendingBytes = RECORD_BATCH_OVERHEAD + recordSize(0, 0, r.key, r.value);
     this.pending.push({ offset: r.offset, timestamp: r.timestamp, key: r.key, value: r.value });
   }
 
@@ -958,7 +956,7 @@ export class Upconverter {
     let start = 0;
     while (start < records.length) {
       const base = records[start];
-      let bytes = BATCH_OVERHEAD + recordSize(0, 0, base.key, base.value);
+      let bytes = RECORD_BATCH_OVERHEAD + recordSize(0, 0, base.key, base.value);
       let end = start + 1;
       while (end < records.length) {
         const r = records[end];

@@ -9,12 +9,13 @@ import {
   crc32,
   crc32Range,
   DEFAULT_INDEX_INTERVAL_BYTES,
+  DEFAULT_MAX_BATCH_BYTES,
   InvalidArgumentError,
   readRecordBatchHeader,
   recompressRecordBatch,
   SegmentIndexBuilder,
 } from '@seglift/format';
-import { DEFAULT_MAX_BATCH_BYTES, type Grouping, Upconverter } from '@seglift/legacy';
+import { type Grouping, Upconverter } from '@seglift/legacy';
 import { assertBackupDirOutside, backupOriginals } from './backup.js';
 import { isActiveSegment } from './discovery.js';
 import { formatKey, inspectEntry, needsRewrite, withEntryContext } from './entry.js';

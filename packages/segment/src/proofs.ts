@@ -1,3 +1,5 @@
+import { CRC_OFFSET } from '@seglift/format';
+
 /**
  * What convert proved in memory about each batch it recompressed (recompressRecordBatch with
  * `roundTrip`: source records strictly parsed, new record bytes decompressed again and equal to
@@ -10,7 +12,7 @@
  * bytes on disk are the ones proven, so neither side is decompressed a second time (for gzip
  * sources that was the largest cost of the pipeline).
  *
- * Eight bytes an entry in typed arrays; past `maxEntries` nothing more is recorded and verify
+ * Twelve bytes a batch in typed arrays (position, CRC, size); past `maxEntries` nothing more is recorded and verify
  * decodes and compares both sides for the remaining batches, so memory stays bounded whatever
  * the number of batches.
  */
@@ -27,12 +29,14 @@ export class RecompressedBatchProofs {
     return this.count;
   }
 
-  /** `batch` is the new batch as written; its stored CRC is at byte 17 (ref §5.1). */
+  /** `batch` is the new batch as written; its stored CRC is at CRC_OFFSET (ref §5.1). */
   add(sourcePosition: number, batch: Uint8Array): void {
     if (this.count >= this.maxEntries) return;
     if (this.count === this.positions.length) this.grow();
     this.positions[this.count] = sourcePosition;
-    this.crcs[this.count] = new DataView(batch.buffer, batch.byteOffset, batch.byteLength).getUint32(17);
+    this.crcs[this.count] = new DataView(batch.buffer, batch.byteOffset, batch.byteLength).getUint32(
+      CRC_OFFSET,
+    );
     this.sizes[this.count] = batch.length;
     this.count++;
   }

@@ -1,5 +1,13 @@
 import { open } from 'node:fs/promises';
-import { CorruptRecordError, TruncatedDataError, UnsupportedFormatError } from '@seglift/format';
+import {
+  CorruptRecordError,
+  HEADER_SIZE_UP_TO_MAGIC,
+  LOG_OVERHEAD,
+  RECORD_BATCH_OVERHEAD,
+  TruncatedDataError,
+  UnsupportedFormatError,
+} from '@seglift/format';
+import { LEGACY_RECORD_OVERHEAD_V0 } from '@seglift/legacy';
 
 /** One shallow entry of a .log: a v2 RecordBatch or a v0/v1 message (maybe a compressed wrapper). */
 export interface SegmentEntry {
@@ -9,8 +17,9 @@ export interface SegmentEntry {
   size: number;
   magic: number;
   /**
-   * The entry's bytes. A view into a chunk buffer that is never reused, so it stays valid after
-   * the iterator moves on (memory is bounded by what the caller keeps, not by the file size).
+   * The entry's bytes: a view into a chunk buffer. Without `reuseBuffers` that buffer is never
+   * reused, so the view stays valid after the iterator moves on (memory is bounded by what the
+   * caller keeps, not by the file size); with it, only until the next entry is asked for.
    */
   bytes: Uint8Array;
 }
@@ -47,13 +56,9 @@ export interface ReadSegmentOptions {
   signal?: AbortSignal;
 }
 
-const LOG_OVERHEAD = 12;
-/** Records.HEADER_SIZE_UP_TO_MAGIC: enough to read offset, size and magic (ref §1.1). */
-const HEADER_SIZE_UP_TO_MAGIC = 17;
 /** LegacyRecord.RECORD_OVERHEAD_V0: Kafka's minimum size field for any magic (ref §1.6). */
-const MIN_SIZE_FIELD = 14;
-/** RECORD_BATCH_OVERHEAD (61) minus the log overhead. */
-const MIN_V2_SIZE_FIELD = 49;
+const MIN_SIZE_FIELD = LEGACY_RECORD_OVERHEAD_V0;
+const MIN_V2_SIZE_FIELD = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD;
 /** A size field above this is corruption, never an allocation: 64 MiB by default. */
 export const DEFAULT_MAX_ENTRY_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_CHUNK_SIZE = 1024 * 1024;

@@ -29,14 +29,14 @@ import { requireSegment } from './segment-file.js';
  * One shallow entry. `records` is decoded on first use: a source batch with a proof from convert
  * is never decoded, and neither is the rewritten batch it is checked against.
  */
-interface Unit {
+interface CheckedEntry {
   position: number;
   header?: RecordBatchHeader;
   bytes: Uint8Array;
   records(): LogicalRecord[];
 }
 
-interface UnitOptions {
+interface CheckedEntryOptions {
   maxDecompressedBytes?: number;
   /** Output side: every entry must be a v2 batch. */
   v2Only?: boolean;
@@ -50,8 +50,8 @@ interface UnitOptions {
   onEntry?: (info: EntryInfo) => void;
 }
 
-/** The entry's unit: its CRC checked (unless proven), its records decoded when first asked. */
-function unitOf(entry: SegmentEntry, file: string, opts: UnitOptions): Unit {
+/** The entry checked: its CRC checked (unless proven), its records decoded when first asked. */
+function checkedEntryOf(entry: SegmentEntry, file: string, opts: CheckedEntryOptions): CheckedEntry {
   const decode = { maxDecompressedBytes: opts.maxDecompressedBytes };
   const info = inspectEntry(entry, file, !opts.proven?.(entry.position));
   opts.onEntry?.(info);
@@ -213,12 +213,12 @@ export async function verifyRewrite(
   };
   const proofs = opts.proofs;
   const runs = opts.runs;
-  const srcOpts: UnitOptions = {
+  const srcOpts: CheckedEntryOptions = {
     maxDecompressedBytes: opts.maxDecompressedBytes,
     sourceCrcsChecked: opts.sourceCrcsChecked,
     proven: proofs && ((position) => proofs.has(position)),
   };
-  const outOpts: UnitOptions = {
+  const outOpts: CheckedEntryOptions = {
     maxDecompressedBytes: opts.maxDecompressedBytes,
     v2Only: true,
     onEntry: (info) => {
@@ -231,12 +231,12 @@ export async function verifyRewrite(
   const mismatch = (field: string, detail: string, position?: number, offset?: bigint) =>
     new VerifyMismatchError(field, detail, { file: out.log, position, offset });
 
-  let o: Unit | null = null;
+  let o: CheckedEntry | null = null;
   let oRecords: LogicalRecord[] = [];
   let j = 0;
-  const nextOut = async (): Promise<Unit | null> => {
+  const nextOut = async (): Promise<CheckedEntry | null> => {
     if (!(await dst.ready())) return null;
-    return unitOf(dst.take(), out.log, outOpts);
+    return checkedEntryOf(dst.take(), out.log, outOpts);
   };
 
   /** A proven run of legacy entries starting at the source cursor (see UpconvertedRunProofs). */
@@ -277,7 +277,7 @@ export async function verifyRewrite(
         const position = dst.position;
         if (b[p + 16] !== 2 || crc32cRange(b, p + 21, p + size) !== b.readUInt32BE(p + 17)) {
           // Not a v2 batch, or a wrong CRC: the usual checks say which, with the usual error.
-          unitOf(dst.take(), out.log, outOpts);
+          checkedEntryOf(dst.take(), out.log, outOpts);
           throw mismatch('batch', 'rewritten batch failed its checks', position);
         }
         const lastOffset = b.readBigInt64BE(p) + BigInt(b.readInt32BE(p + 23));
@@ -318,7 +318,7 @@ export async function verifyRewrite(
           continue;
         }
       }
-      const s = unitOf(src.take(), source, srcOpts);
+      const s = checkedEntryOf(src.take(), source, srcOpts);
       if (s.header) {
         if (o && j < oRecords.length) {
           throw mismatch(
