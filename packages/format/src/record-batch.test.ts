@@ -8,6 +8,7 @@ import {
   kafkaPython,
   kafkaPythonPath,
   needs,
+  prng,
   realFixtures,
   realSegmentLogs,
 } from '@seglift/testkit';
@@ -58,18 +59,6 @@ const require = createRequire(import.meta.url);
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 const enc = (s: string) => new TextEncoder().encode(s);
-
-/** Deterministic PRNG (mulberry32) for generated data. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function baseFields(over: Partial<RecordBatchFields> = {}): RecordBatchFields {
   return {
