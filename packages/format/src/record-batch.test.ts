@@ -113,7 +113,7 @@ describe('hand vectors', () => {
     expect(crc32c(enc('123456789'))).toBe(0xe3069283);
   });
 
-  // IBM/sarama record_batch_test.go "empty record" (CRC 0x595FB7DD, ref §9).
+  // IBM/sarama record_batch_test.go "empty record" (CRC 0x595FB7DD, docs/kafka-format.md §9).
   const saramaEmpty = Uint8Array.from([
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 49, 0, 0, 0, 0, 2, 89, 95, 183, 221, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -429,7 +429,7 @@ describe('hand vectors', () => {
     expect((err as CrcMismatchError).expected).toBe(0x595fb7dd);
     expect((err as CrcMismatchError).position).toBe(17);
     expect((err as CrcMismatchError).offset).toBe(0n);
-    // baseOffset and partitionLeaderEpoch are not covered (ref §5.2)
+    // baseOffset and partitionLeaderEpoch are not covered (docs/kafka-format.md §5.2)
     const moved = saramaEmpty.slice();
     moved[7] = 9;
     moved[15] = 3;
@@ -453,7 +453,7 @@ describe('hand vectors', () => {
     expect(computeRecordBatchCrc(extra)).toBe(0x595fb7dd);
   });
 
-  it('a hand-built record with one header, byte for byte (ref §5.3 layout)', () => {
+  it('a hand-built record with one header, byte for byte (docs/kafka-format.md §5.3 layout)', () => {
     const rec: Record = {
       attributes: 0,
       timestampDelta: 5,

@@ -460,7 +460,7 @@ export interface VerifySegmentOptions {
 /**
  * Checks a segment on disk: every CRC (v2 CRC-32C, legacy outer and inner CRC-32), structure
  * (every record decodes, counts and lengths agree), offsets strictly increasing and >= the base
- * offset, and .index/.timeindex consistent with the log (ref §8.2's dump-log checks).
+ * offset, and .index/.timeindex consistent with the log (docs/kafka-format.md §8.2's dump-log checks).
  */
 export async function verifySegment(
   logPath: string,

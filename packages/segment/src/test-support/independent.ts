@@ -116,7 +116,7 @@ export async function independentRecords(file: Buffer): Promise<PlainRecord[]> {
   return out;
 }
 
-/** LogSegment.recover's index rule, written out again from ref §6.4 without @seglift/format. */
+/** LogSegment.recover's index rule, written out again from docs/kafka-format.md §6.4 without @seglift/format. */
 export function recoveryIndexes(
   file: Buffer,
   baseOffset: bigint,
