@@ -139,17 +139,18 @@ const stampV2 = (e, next) => {
   return next + BigInt(RECORDS_PER_BATCH);
 };
 
-// The seglift bin runs node with MALLOC_ARENA_MAX=2, --max-semi-space-size=8 and
-// --single-threaded-gc (apps/cli/src/main.ts); children run the same way unless BENCH_MALLOC_ARENA_MAX /
-// BENCH_NODE_FLAGS say otherwise ('' = the defaults).
-const childEnv = { ...process.env, MALLOC_ARENA_MAX: process.env.BENCH_MALLOC_ARENA_MAX ?? '2' };
+// Children run the way the seglift programs run (PIPELINE_NODE, packages/segment/src/node-flags.ts:
+// its environment and node flags) unless BENCH_MALLOC_ARENA_MAX / BENCH_NODE_FLAGS say
+// otherwise ('' = node's defaults).
+const { PIPELINE_NODE } = await import(
+  new URL('../packages/segment/dist/node-flags.js', import.meta.url).href
+);
+const childEnv = {
+  ...process.env,
+  MALLOC_ARENA_MAX: process.env.BENCH_MALLOC_ARENA_MAX ?? PIPELINE_NODE.env.MALLOC_ARENA_MAX,
+};
 if (childEnv.MALLOC_ARENA_MAX === '') delete childEnv.MALLOC_ARENA_MAX;
-const childFlags = (
-  process.env.BENCH_NODE_FLAGS ??
-  '--max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring --heap-growing-percent=50'
-)
-  .split(' ')
-  .filter(Boolean);
+const childFlags = (process.env.BENCH_NODE_FLAGS ?? PIPELINE_NODE.flags.join(' ')).split(' ').filter(Boolean);
 
 // "Per core" and "on N cores" mean the process may run on that many CPUs: children are pinned
 // with taskset (libuv's I/O threads and the kernel's work for the process then share those

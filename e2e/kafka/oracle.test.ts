@@ -20,9 +20,8 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { redisServer, spawnProgram, startRedis } from '@seglift/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { spawnNode } from '../../config/src/test-support/process.js';
-import { hasRedisServer, startRedis } from '../../config/src/test-support/redis.js';
 import { brokerLogs, KraftBroker, tailOf, ZkKafka } from './support/brokers.js';
 import {
   type BrokerUser,
@@ -447,7 +446,7 @@ describe.skipIf(missing !== undefined)('Kafka as the oracle', () => {
     expect(wrong).toEqual([]);
   }, 300_000);
 
-  it.skipIf(!hasRedisServer)(
+  it.skipIf(!redisServer.present)(
     "7: distributed: watcher + worker over Redis (snappy) on a stopped broker's directory, then Kafka 4 serves every record",
     async () => {
       const { logs, broker } = scenario('s7-distributed');
@@ -463,8 +462,8 @@ describe.skipIf(missing !== undefined)('Kafka as the oracle', () => {
           SEGLIFT_METRICS_HOST: '127.0.0.1',
         };
         const metadataBefore = treeDigest(join(logs, '__cluster_metadata-0'));
-        const worker = spawnNode(WORKER, ['--exit-when-drained', '--idle-ms', '2000'], env);
-        const watcher = spawnNode(WATCHER, ['--once', '--wait'], env);
+        const worker = spawnProgram(WORKER, ['--exit-when-drained', '--idle-ms', '2000'], env);
+        const watcher = spawnProgram(WATCHER, ['--once', '--wait'], env);
         const w = await watcher.exited;
         expect(w.code, watcher.output()).toBe(0);
         expect(watcher.output()).toMatch(/"succeeded":[1-9]/);

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { type LoadedConfig, loadConfigWithSources } from '@seglift/config';
+import { type LoadedConfig, loadConfigWithSources, pipelineOptions } from '@seglift/config';
 import { intOpt, type Parsed, str } from './args.js';
 import type { CommandContext } from './command.js';
 
@@ -91,4 +91,12 @@ export function settingsLine(loaded: LoadedConfig): string {
     if (sources[key] !== undefined) parts.push(`${label} ${String(value)} (${sources[key]})`);
   }
   return `settings: ${parts.join(', ')}`;
+}
+
+/**
+ * The settings of a `--json` summary: the conversion options, with `level: null` when the codec's
+ * default applies (a key a script can test, rather than one that is absent).
+ */
+export function settingsJson(loaded: LoadedConfig): Record<string, unknown> {
+  return { ...pipelineOptions(loaded.config), level: loaded.config.level ?? null };
 }

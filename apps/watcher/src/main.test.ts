@@ -3,18 +3,26 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRedis } from '@seglift/queue';
-import { built, freePort, needs, redisServer, spawnNode, startRedis, type TestRedis } from '@seglift/testkit';
+import {
+  built,
+  freePort,
+  needs,
+  redisServer,
+  spawnProgram,
+  startRedis,
+  type TestRedis,
+} from '@seglift/testkit';
 import { UnrecoverableError, Worker } from 'bullmq';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
-const WATCHER = join(repoRoot, 'apps/watcher/dist/main.js');
+const WATCHER = join(repoRoot, 'apps/watcher/dist/seglift-watcher');
 const dist = built(WATCHER);
 
 const seg = (n: number) => `${String(n).padStart(20, '0')}.log`;
 
 function run(args: string[], env: Record<string, string>) {
-  const p = spawnNode(WATCHER, args, env);
+  const p = spawnProgram(WATCHER, args, env);
   return { ...p, exited: p.exited.then((e) => e.code) };
 }
 

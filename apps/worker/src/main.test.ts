@@ -3,15 +3,23 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRedis, SEGMENT_JOB_NAME } from '@seglift/queue';
-import { built, freePort, needs, redisServer, spawnNode, startRedis, type TestRedis } from '@seglift/testkit';
+import {
+  built,
+  freePort,
+  needs,
+  redisServer,
+  spawnProgram,
+  startRedis,
+  type TestRedis,
+} from '@seglift/testkit';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
-const WORKER = join(repoRoot, 'apps/worker/dist/main.js');
+const WORKER = join(repoRoot, 'apps/worker/dist/seglift-worker');
 const dist = built(WORKER);
 
-const run = (args: string[], env: Record<string, string>) => spawnNode(WORKER, args, env);
+const run = (args: string[], env: Record<string, string>) => spawnProgram(WORKER, args, env);
 
 async function until(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const end = Date.now() + timeoutMs;

@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { join } from 'node:path';
-import { freePort } from '../../../config/src/test-support/redis.js';
+import { freePort } from '@seglift/testkit';
 import { type BrokerUser, chownTree, describeRun, E2E_DIR, run } from './env.js';
 
 /** Modest JVMs: two cores run a broker, a client and seglift side by side. */

@@ -14,7 +14,13 @@ import { EXIT_CODES_HELP, ExitCode, UsageError } from '../exit-codes.js';
 import { reportFailures } from '../failures.js';
 import { toJsonLine } from '../io.js';
 import { ProgressBar } from '../progress.js';
-import { loadSettings, PIPELINE_ARG_OPTIONS, PIPELINE_HELP, settingsLine } from '../settings.js';
+import {
+  loadSettings,
+  PIPELINE_ARG_OPTIONS,
+  PIPELINE_HELP,
+  settingsJson,
+  settingsLine,
+} from '../settings.js';
 
 const HELP = `Usage: seglift convert <segment.log>... (--out DIR | --in-place [--backup-dir DIR]) [options]
 
@@ -135,7 +141,7 @@ export async function convert(
       toJsonLine({
         type: 'summary',
         ...summary,
-        ...(settings ? { settings: pipelineOptions(settings.config) } : {}),
+        ...(settings ? { settings: settingsJson(settings) } : {}),
       }),
     );
   } else {

@@ -103,7 +103,7 @@ describe('seglift migrate', () => {
 });
 
 describe('seglift migrate, interrupted', () => {
-  const cli = path.resolve(import.meta.dirname, '../../dist/main.js');
+  const cli = path.resolve(import.meta.dirname, '../../dist/seglift');
   /** 24 partitions, each with a closed ~1 MiB segment of v0 messages and an active one. */
   function bigDir(): string {
     const dir = tmpDir();
@@ -120,16 +120,7 @@ describe('seglift migrate, interrupted', () => {
       `${signal} stops handing out segments: the rest are not started, exit ${signal === 'SIGINT' ? 130 : 143}, no temp files, a rerun resumes`,
       async () => {
         const dir = bigDir();
-        const child = spawn(process.execPath, [
-          cli,
-          'migrate',
-          dir,
-          '--codec',
-          'zstd',
-          '--concurrency',
-          '1',
-          '--json',
-        ]);
+        const child = spawn(cli, ['migrate', dir, '--codec', 'zstd', '--concurrency', '1', '--json']);
         let out = '';
         let err = '';
         let sent = false;

@@ -12,7 +12,13 @@ import { EXIT_CODES_HELP, ExitCode, UsageError } from '../exit-codes.js';
 import { reportFailures } from '../failures.js';
 import { toJsonLine } from '../io.js';
 import { ProgressBar } from '../progress.js';
-import { loadSettings, PIPELINE_ARG_OPTIONS, PIPELINE_HELP, settingsLine } from '../settings.js';
+import {
+  loadSettings,
+  PIPELINE_ARG_OPTIONS,
+  PIPELINE_HELP,
+  settingsJson,
+  settingsLine,
+} from '../settings.js';
 import { formatBytes, formatDuration } from '../table.js';
 import { noSegmentsMessage } from '../targets.js';
 
@@ -146,7 +152,7 @@ export async function migrateDirs(
         partitions: result.partitions,
         ...summary,
         interrupted: result.interrupted,
-        ...(options.settings ? { settings: pipelineOptions(options.settings.config) } : {}),
+        ...(options.settings ? { settings: settingsJson(options.settings) } : {}),
       }),
     );
   } else {

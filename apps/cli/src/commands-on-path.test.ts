@@ -1,0 +1,116 @@
+/**
+ * The three programs as the README's install command leaves them: launchers built from
+ * PIPELINE_NODE, linked into a directory on PATH by scripts/link-bins.sh (bootstrap.sh runs it),
+ * run from wherever the operator stands.
+ */
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PIPELINE_NODE } from '@seglift/segment';
+import { built, freePort, needs } from '@seglift/testkit';
+import { beforeAll, expect, it } from 'vitest';
+import { launcherScript } from '../../../scripts/stamp-bin.mjs';
+import { tmpDir, v2Batch, writeSegment } from './test-support/segments.js';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const PROGRAMS = [
+  ['cli', 'seglift'],
+  ['worker', 'seglift-worker'],
+  ['watcher', 'seglift-watcher'],
+] as const;
+const launchers = PROGRAMS.map(([app, program]) => path.join(repo, 'apps', app, 'dist', program));
+
+needs(built(...launchers)).describe('the commands on PATH', () => {
+  const binDir = tmpDir('seglift-bin-');
+  const env = { ...process.env, PATH: `${binDir}${path.delimiter}${process.env.PATH}` };
+  const seglift = (args: string[], cwd: string) =>
+    spawnSync('seglift', args, { cwd, env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+
+  beforeAll(() => {
+    execFileSync('bash', [path.join(repo, 'scripts/link-bins.sh')], {
+      env: { ...env, SEGLIFT_BIN_DIR: binDir },
+      stdio: 'pipe',
+    });
+  });
+
+  it('are the launchers PIPELINE_NODE makes (a stale build fails here), executable, linked by link-bins.sh', () => {
+    for (const [i, [, program]] of PROGRAMS.entries()) {
+      expect(readFileSync(launchers[i], 'utf8'), program).toBe(launcherScript(program, PIPELINE_NODE));
+      expect(statSync(launchers[i]).mode & 0o111, program).toBe(0o111);
+      expect(readlinkSync(path.join(binDir, program)), program).toBe(launchers[i]);
+    }
+    const version = JSON.parse(readFileSync(path.join(repo, 'apps/cli/package.json'), 'utf8')).version;
+    expect(seglift(['--version'], '/').stdout).toBe(`${version}\n`);
+  });
+
+  it('resolve relative paths from where the operator stands', () => {
+    const root = tmpDir();
+    const partition = path.join(root, 'orders-0');
+    writeSegment(partition, 0n, [v2Batch(0n, 3)]);
+    writeSegment(partition, 3n, [v2Batch(3n, 2)]);
+    const inspect = seglift(['inspect', '00000000000000000003.log'], partition);
+    expect(inspect.status, inspect.stderr).toBe(0);
+    expect(inspect.stdout).toMatch(/^Dumping 00000000000000000003\.log\nLog starting offset: 3\n/);
+    const docs = path.join(root, 'docs');
+    mkdirSync(docs);
+    const audit = seglift(['audit', '..'], docs);
+    expect(audit.status, audit.stderr).toBe(0);
+    expect(audit.stdout).toMatch(/^orders-0 /m);
+    expect(audit.stdout).toMatch(/^orders-0 +2 /m);
+  });
+
+  it('take a shell glob of 4,800 segments in one command (no E2BIG) and verify them in seconds', () => {
+    const root = tmpDir();
+    const files: string[] = [];
+    const batch = v2Batch(0n, 1);
+    for (let p = 0; p < 48; p++) {
+      for (let s = 0; s < 100; s++) {
+        const dir = path.join(root, `clicks-${p}`);
+        if (s === 0) mkdirSync(dir);
+        const name = `${String(s * 10).padStart(20, '0')}.log`;
+        // Each segment holds one batch at its base offset (the batch's offset field is patched).
+        const b = Buffer.from(batch);
+        b.writeBigInt64BE(BigInt(s * 10), 0);
+        writeFileSync(path.join(dir, name), b);
+        files.push(path.join(`clicks-${p}`, name));
+      }
+    }
+    const started = performance.now();
+    const r = seglift(['verify', '--shallow', ...files], root);
+    const seconds = (performance.now() - started) / 1000;
+    expect(r.error).toBeUndefined();
+    expect(r.status, r.stderr.slice(0, 2000)).toBe(0);
+    expect(r.stdout.trimEnd().split('\n').at(-1)).toBe('4800 of 4800 segments OK');
+    // Each partition directory is listed once, not once per named segment (was 27 s).
+    expect(seconds).toBeLessThan(20);
+  });
+
+  it("start node with the pipeline's flags and environment (seen in /proc of a running worker)", async () => {
+    const port = await freePort();
+    const child = spawn('seglift-worker', ['--redis-timeout-ms', '30000'], {
+      env: {
+        PATH: env.PATH,
+        SEGLIFT_ROOTS: '/tmp',
+        SEGLIFT_REDIS_URL: `redis://127.0.0.1:${port}`,
+        SEGLIFT_METRICS_PORT: '0',
+      },
+      stdio: 'ignore',
+    });
+    try {
+      const proc = `/proc/${child.pid}`;
+      let cmdline: string[] = [];
+      for (let i = 0; i < 100 && !cmdline.some((a) => a.endsWith('/main.js')); i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        cmdline = readFileSync(`${proc}/cmdline`, 'utf8').split('\0');
+      }
+      // sh exec'd node: same pid, node's flags before the script, the script the real main.js.
+      expect(cmdline.slice(1, 1 + PIPELINE_NODE.flags.length)).toEqual([...PIPELINE_NODE.flags]);
+      expect(cmdline[1 + PIPELINE_NODE.flags.length]).toBe(path.join(repo, 'apps/worker/dist/main.js'));
+      const environ = readFileSync(`${proc}/environ`, 'utf8').split('\0');
+      for (const [k, v] of Object.entries(PIPELINE_NODE.env)) expect(environ).toContain(`${k}=${v}`);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
