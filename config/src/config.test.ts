@@ -168,11 +168,11 @@ describe('loadConfig', () => {
     );
     expect(err.problems.map((p) => [p.path, p.message])).toEqual([
       ['indexIntervalBytes', expect.any(String)],
-      ['level', 'gzip level must be between 1 and 9'],
+      ['level', 'invalid gzip level 12: expected 1..9'],
     ]);
     const snappy = configError(() => loadConfig({ env: {}, flags: { codec: 'snappy', level: 1 } }));
     expect(snappy.problems).toEqual([
-      { path: 'level', value: 1, message: 'codec snappy takes no level', source: 'flag' },
+      { path: 'level', value: 1, message: 'codec snappy has no compression levels', source: 'flag' },
     ]);
     expect(loadConfig({ env: {}, flags: { codec: 'zstd', level: -5 } }).level).toBe(-5);
   });

@@ -1,16 +1,11 @@
 import { availableParallelism } from 'node:os';
 import { isAbsolute } from 'node:path';
+import { type CodecName, CompressionType, codecName } from '@seglift/format';
 import { z } from 'zod';
 
-export const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const;
+/** Kafka's codec names, as @seglift/format names them (one list): none, gzip, snappy, lz4, zstd. */
+export const CODECS = Object.values(CompressionType).map(codecName) as [CodecName, ...CodecName[]];
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-
-/** Kafka's accepted compression.<codec>.level ranges (KIP-390); snappy and none take no level. */
-export const CODEC_LEVELS: Record<string, readonly [number, number] | undefined> = {
-  gzip: [1, 9],
-  lz4: [1, 17],
-  zstd: [-131072, 22],
-};
 
 /** Largest batch Kafka accepts by default: message.max.bytes 1048588. */
 export const DEFAULT_MAX_BATCH_BYTES = 1048588;
@@ -39,7 +34,8 @@ const redisName = z.string().regex(/^[A-Za-z0-9_.-]+$/, { message: 'letters, dig
 export const ConfigSchema = z.strictObject({
   /** Directories seglift may read and rewrite; every path is checked against them (realpath). */
   roots: z.array(absolutePath).default([]),
-  codec: z.enum(CODECS).default('zstd'),
+  /** In any case (`ZSTD`, `Zstd`): a codec name copied from elsewhere is not refused for its case. */
+  codec: z.preprocess((v) => (typeof v === 'string' ? v.toLowerCase() : v), z.enum(CODECS)).default('zstd'),
   /** Compression level; omitted = the codec's default. */
   level: z.int().optional(),
   grouping: z.enum(['kafka', 'coalesce']).default('kafka'),
