@@ -79,6 +79,7 @@ export {
 export {
   evaluatePartition,
   findReadySegments,
+  newestSegmentReady,
   type PartitionVerdict,
   type ReadinessRules,
   type ReadyScan,

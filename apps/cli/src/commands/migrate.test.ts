@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CompressionType } from '@seglift/format';
 import { built, needs } from '@seglift/testkit';
@@ -77,6 +77,33 @@ describe('seglift migrate', () => {
     expect(out.some((l) => /00000000000000000010\.log\s+skipped\s.*already-target-codec/.test(l))).toBe(true);
     expect(out.at(-1)).toMatch(
       /^converted 2 segments, skipped 1, failed 0: .* -> .* \(ratio \d\.\d{3}\) in /,
+    );
+  });
+
+  it('follows the archive switch (readiness.requireRolled false): each newest segment once unchanged for quietMs', async () => {
+    const dir = logDir();
+    const config = path.join(tmpDir(), 'archive.yaml');
+    writeFileSync(config, 'readiness:\n  requireRolled: false\n  quietMs: 600000\n');
+    const newest0 = path.join(dir, 'orders-0', '00000000000000000020.log');
+    const old = new Date(Date.now() - 3_600_000);
+    utimesSync(newest0, old, old);
+    const r = await run(['migrate', dir, '--config', config, '--concurrency', '1', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const reports = lines(r.stdout)
+      .map((l) => JSON.parse(l))
+      .filter((o) => o.type === 'segment');
+    // orders-0's newest has been quiet for an hour: converted. orders-1's was just written (a copy
+    // may still be writing it): left alone, and the report says why.
+    expect(reports.find((o) => o.path === newest0)).toMatchObject({ result: 'converted' });
+    expect(
+      reports.find((o) => o.path === path.join(dir, 'orders-1', '00000000000000000020.log')),
+    ).toMatchObject({
+      result: 'skipped',
+      reason: 'still-changing',
+    });
+    const text = await run(['migrate', dir, '--config', config, '--quiet']);
+    expect(text.stdout).toMatch(
+      /settings: .*archive: newest segments once unchanged for 600000 ms \(readiness\.requireRolled false, file .*archive\.yaml\)/,
     );
   });
 
