@@ -1,5 +1,6 @@
 export { ConfigError, type ConfigProblem } from './errors.js';
 export { FlagError, type FlagOptions, nearest, type ParsedFlags, parseFlags } from './flags.js';
+export { describeSettings, metricsPortInUse, type SettingHelp } from './help.js';
 export {
   CONFIG_FILE_ENV,
   ENV_VARS,
@@ -21,4 +22,7 @@ export {
   DEFAULT_COALESCE_BYTES,
   DEFAULT_MAX_BATCH_BYTES,
   LOG_LEVELS,
+  METRICS_PORTS,
+  type MetricsProgram,
+  metricsPort,
 } from './schema.js';

@@ -7,6 +7,15 @@ import { z } from 'zod';
 export const CODECS = Object.values(CompressionType).map(codecName) as [CodecName, ...CodecName[]];
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
+/** The metrics port of each program when metrics.port is not set: different, so both run on one host. */
+export const METRICS_PORTS = { 'seglift-worker': 9464, 'seglift-watcher': 9465 } as const;
+export type MetricsProgram = keyof typeof METRICS_PORTS;
+
+/** The port `program` serves /metrics on: metrics.port when set, else its own default. */
+export function metricsPort(config: { metrics: { port?: number } }, program: MetricsProgram): number {
+  return config.metrics.port ?? METRICS_PORTS[program];
+}
+
 /** Largest batch Kafka accepts by default: message.max.bytes 1048588. */
 export const DEFAULT_MAX_BATCH_BYTES = 1048588;
 /** `coalesce` grouping's target batch size (1 MiB), as @seglift/legacy's DEFAULT_COALESCE_BYTES. */
@@ -90,7 +99,11 @@ export const ConfigSchema = z.strictObject({
   indexIntervalBytes: positiveInt.default(4096),
   metrics: z
     .strictObject({
-      port: z.int().min(0).max(65535).default(9464),
+      /**
+       * /metrics, /healthz, /readyz. Unset: each program's own default (METRICS_PORTS), so that a
+       * watcher and a worker on one host do not collide; 0 picks a free port.
+       */
+      port: z.int().min(0).max(65535).optional(),
       host: z.string().min(1).default('0.0.0.0'),
     })
     .prefault({}),

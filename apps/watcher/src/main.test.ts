@@ -75,7 +75,9 @@ needs(redisServer, dist).describe('seglift-watcher --once --wait exit codes on a
       name,
       async (job) => {
         if ((job.data.path as string).includes('/bad-'))
-          throw new UnrecoverableError(JSON.stringify({ code: 'CRC_MISMATCH', file: job.data.path }));
+          throw new UnrecoverableError(
+            JSON.stringify({ code: 'CRC_MISMATCH', file: job.data.path, position: 17, offset: '40' }),
+          );
         return { result: 'converted' };
       },
       { connection: conn, prefix: 'seglift' },
@@ -87,6 +89,7 @@ needs(redisServer, dist).describe('seglift-watcher --once --wait exit codes on a
         SEGLIFT_QUEUE_NAME: name,
         SEGLIFT_WORKER_ATTEMPTS: '1',
         SEGLIFT_LOG_LEVEL: 'info',
+        SEGLIFT_METRICS_PORT: '0',
       });
       return { code: await p.exited, output: p.output(), root };
     } finally {
@@ -105,7 +108,16 @@ needs(redisServer, dist).describe('seglift-watcher --once --wait exit codes on a
     const r = await runWith(['t-0', 'bad-0']);
     expect(r.code, r.output).toBe(1);
     expect(r.output).toMatch(/"succeeded":1,"failed":1,"lost":0/);
-    expect(r.output).toContain(`"segment":"${join(r.root, 'bad-0', seg(0))}"`);
-    expect(r.output).toContain('CRC_MISMATCH');
+    // As the worker logs it: the error's code, file, position and offset, not a JSON string.
+    const failed = r.output
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l))
+      .find((l) => l.msg === 'segment failed');
+    const file = join(r.root, 'bad-0', seg(0));
+    expect(failed).toMatchObject({
+      segment: file,
+      error: { code: 'CRC_MISMATCH', file, position: 17, offset: '40' },
+    });
   });
 });

@@ -1,98 +1,192 @@
 /**
- * seglift-worker: converts queued segments with @seglift/segment.
- *   seglift-worker [--config FILE] [--root DIR]... [--redis-url URL] [--concurrency N]
- *                  [--exit-when-drained [--idle-ms MS]] [--redis-timeout-ms MS]
- * --exit-when-drained (Kubernetes work-queue Job mode): exit 0 once the queue has had no waiting,
- * delayed or active job for idle-ms (default 30 s).
+ * seglift-worker: converts queued segments with @seglift/segment. Everything an operator needs is
+ * in HELP (`seglift-worker --help`); apps/worker/README.md has the design.
  * SIGTERM/SIGINT: stop taking jobs, let running conversions finish within
  * worker.shutdownGraceMs, abort (and requeue) the rest, then exit 0 as a daemon, or, in Job mode,
  * 143 (SIGTERM) / 130 (SIGINT): the queue was not drained, so a parallel Job must not count this
  * pod as a success (one succeeded pod ends a Job without completions) and must replace it.
- * Exit codes: 0 ok, 2 usage or configuration error, 3 runtime error (Redis unreachable at start,
- * internal), 128+signal stopped before the queue was drained (Job mode). A bad segment is a
- * failed queue job, reported by seglift-watcher --once --wait, never a worker exit code.
  */
 import { constants } from 'node:os';
-import { parseArgs } from 'node:util';
-import { type Config, ConfigError, loadConfig } from '@seglift/config';
-import { createLogger, createMetrics, startHttpServer } from '@seglift/observability';
+import {
+  CODECS,
+  type Config,
+  ConfigError,
+  describeSettings,
+  FlagError,
+  type FlagOptions,
+  loadConfigWithSources,
+  metricsPort,
+  metricsPortInUse,
+  parseFlags,
+} from '@seglift/config';
+import { createLogger, createMetrics, type HttpServerHandle, startHttpServer } from '@seglift/observability';
 import { createRedis, waitForRedisAt } from '@seglift/queue';
 import { Queue } from 'bullmq';
-import { startWorker } from './worker.js';
+import { startWorker, type WorkerHandle } from './worker.js';
 
+const PROGRAM = 'seglift-worker';
 const EXIT_OK = 0;
 const EXIT_USAGE = 2;
 const EXIT_RUNTIME = 3;
 
-const USAGE =
-  'usage: seglift-worker [--config FILE] [--root DIR]... [--redis-url URL] [--concurrency N] [--log-level L]\n' +
-  '                      [--exit-when-drained [--idle-ms MS]] [--redis-timeout-ms MS]\n';
+const OPTIONS = {
+  config: { type: 'string', short: 'c' },
+  root: { type: 'string', multiple: true },
+  'redis-url': { type: 'string' },
+  concurrency: { type: 'string' },
+  'log-level': { type: 'string' },
+  'exit-when-drained': { type: 'boolean' },
+  'idle-ms': { type: 'string' },
+  'redis-timeout-ms': { type: 'string' },
+  'metrics-port': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies FlagOptions;
+
+const HELP = `Usage: seglift-worker [--exit-when-drained [--idle-ms MS]] [options]
+
+Converts the segments seglift-watcher queued on Redis (BullMQ), in place, as 'seglift migrate'
+would: magic 0/1 upconverted to v2, batches recompressed to the target codec, indexes rebuilt,
+each result verified against its original before a crash-safe swap. Every path is checked
+against the roots; a Redis lock per partition keeps two workers out of one partition. Start
+as many as the disks and cores allow, on every host that mounts the log dirs.
+
+Options:
+  -c, --config FILE        YAML or JSON config file (default $SEGLIFT_CONFIG)
+  --root DIR               a directory the worker may rewrite in (repeatable; replaces roots)
+  --redis-url URL          redis://[user:password@]host:port/db (redis.url)
+  --concurrency N          segments converted at once, one thread each (worker.concurrency)
+  --exit-when-drained      exit 0 once the queue has had no waiting, delayed or active job for
+                           --idle-ms (a Kubernetes work-queue Job); otherwise run until stopped
+  --idle-ms MS             with --exit-when-drained (default 30000)
+  --redis-timeout-ms MS    how long Redis may take to answer at start (default 60000), then exit 3
+  --metrics-port N         port of /metrics, /healthz, /readyz (metrics.port; default 9464 here,
+                           9465 for seglift-watcher, so both run on one host; 0: any free port)
+  --log-level L            fatal|error|warn|info|debug|trace|silent (log.level)
+  -h, --help               this text
+
+${describeSettings([
+  ['roots', 'where the worker may read and rewrite (at least one; --root)'],
+  ['codec', `target codec: ${CODECS.join('|')}, any case (zstd)`],
+  ['level', 'compression level (the codec default)'],
+  ['grouping', 'kafka: one v2 batch per legacy entry; coalesce: merge small uncompressed ones'],
+  ['coalesceBytes', 'with coalesce: records per batch up to this many bytes (1048576)'],
+  ['maxBatchBytes', 'largest batch written (1048588)'],
+  ['indexIntervalBytes', "the topic's index.interval.bytes (4096)"],
+  ['backupDir', 'copy every original here before replacing it (none)'],
+  ['limits.maxDecompressedBatchBytes', 'refuse a batch that decompresses to more (64 MiB)'],
+  ['limits.maxSegmentBytes', 'refuse a larger segment (2 GiB - 1)'],
+  ['readiness.requireRolled', 'true: refuse an active segment; false: an archive, every segment'],
+  ['redis.url', 'the queue (redis://127.0.0.1:6379)'],
+  ['queue.name', 'queue name (segments); the watcher must use the same'],
+  ['queue.prefix', 'Redis key prefix (seglift)'],
+  ['worker.concurrency', '--concurrency (CPU count)'],
+  ['worker.lockDurationMs', "a job's lock; a killed worker's job is redone after about this long (30000)"],
+  ['worker.stalledIntervalMs', 'how often stalled jobs are looked for (30000)'],
+  ['worker.maxStalledCount', 'stalls before a job fails (5)'],
+  ['worker.shutdownGraceMs', 'on SIGTERM, how long running conversions may finish (30000)'],
+  ['metrics.port', '--metrics-port'],
+  ['metrics.host', 'address the metrics server listens on (0.0.0.0)'],
+  ['log.level', '--log-level (info)'],
+  ['log.pretty', 'human-readable logs instead of JSON lines (false)'],
+])}
+
+A bad segment fails its job (format errors at once, passing I/O errors after worker.attempts
+tries) and is left exactly as it was; seglift-watcher --once --wait reports it. The worker's
+log line carries error.code, error.file, error.position and error.offset.
+
+SIGTERM/SIGINT: no new jobs; running conversions get worker.shutdownGraceMs to finish, then are
+aborted (temp files removed, originals untouched) and handed back to the queue.
+
+Exit codes (as seglift's):
+  0    stopped by SIGTERM/SIGINT as a daemon; with --exit-when-drained, the queue was drained
+  2    usage or configuration error (every problem listed), or the metrics port is in use
+  3    runtime error: Redis did not answer within --redis-timeout-ms, internal error
+  143  --exit-when-drained: stopped by SIGTERM (130: SIGINT) before the queue was drained,
+       after the graceful stop above
+`;
+
+const usageHint = `Run '${PROGRAM} --help' for usage.\n`;
+
+/** A flag's text as a number when it is one; anything else goes to the schema, which says why. */
+const asInt = (v: unknown) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v);
 
 async function main(argv: string[]): Promise<number> {
-  let parsed: ReturnType<typeof parse>;
+  let values: ReturnType<typeof parseFlags>['values'];
   try {
-    parsed = parse(argv);
+    values = parseFlags(argv, OPTIONS, { allowPositionals: false }).values;
   } catch (err) {
-    process.stderr.write(`seglift-worker: ${(err as Error).message}\n${USAGE}`);
+    if (!(err instanceof FlagError)) throw err;
+    process.stderr.write(`${PROGRAM}: ${err.message}\n${usageHint}`);
     return EXIT_USAGE;
   }
-  const { values } = parsed;
   if (values.help) {
-    process.stdout.write(USAGE);
+    process.stdout.write(HELP);
     return EXIT_OK;
   }
-  const idleMs = Number(values['idle-ms']);
-  const redisTimeoutMs = Number(values['redis-timeout-ms']);
+  const idleMs = Number(values['idle-ms'] ?? 30_000);
+  const redisTimeoutMs = Number(values['redis-timeout-ms'] ?? 60_000);
   for (const [flag, n] of [
     ['--idle-ms', idleMs],
     ['--redis-timeout-ms', redisTimeoutMs],
   ] as const) {
     if (!Number.isInteger(n) || n <= 0) {
-      process.stderr.write(`seglift-worker: ${flag} must be a positive integer\n${USAGE}`);
+      process.stderr.write(`${PROGRAM}: ${flag} must be a positive integer\n${usageHint}`);
       return EXIT_USAGE;
     }
   }
-  const jobMode = values['exit-when-drained'];
-  let config: ReturnType<typeof loadConfig>;
+  const jobMode = values['exit-when-drained'] === true;
+  let config: Config;
+  let warnings: string[];
   try {
-    const concurrency = values.concurrency;
-    config = loadConfig({
-      file: values.config,
+    ({ config, warnings } = loadConfigWithSources({
+      file: values.config as string | undefined,
       flags: {
         roots: values.root,
         'redis.url': values['redis-url'],
-        'worker.concurrency':
-          concurrency === undefined
-            ? undefined
-            : /^\d+$/.test(concurrency)
-              ? Number(concurrency)
-              : concurrency,
+        'worker.concurrency': asInt(values.concurrency),
         'log.level': values['log-level'],
+        'metrics.port': asInt(values['metrics-port']),
       },
-    });
+    }));
     if (config.roots.length === 0) {
-      throw new ConfigError([{ path: 'roots', message: 'at least one root directory is required' }]);
+      throw new ConfigError([
+        { path: 'roots', message: 'at least one root directory is required (--root DIR)' },
+      ]);
     }
   } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n`);
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
     return EXIT_USAGE;
   }
-  const logger = createLogger({ name: 'seglift-worker', level: config.log.level, pretty: config.log.pretty });
+  const logger = createLogger({ name: PROGRAM, level: config.log.level, pretty: config.log.pretty });
+  for (const w of warnings) logger.warn(w);
+  // The metrics port first: a port in use is a configuration problem, said before any job is
+  // taken (and never after a conversion has started).
+  const metrics = createMetrics();
+  let handle: WorkerHandle | undefined;
+  let server: HttpServerHandle;
+  try {
+    server = await startHttpServer({
+      port: metricsPort(config, PROGRAM),
+      host: config.metrics.host,
+      registry: metrics.registry,
+      ready: async () =>
+        handle?.worker.isRunning() === true && (await handle.redis.ping().catch(() => '')) === 'PONG',
+    });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    logger.error(metricsPortInUse(PROGRAM, config.metrics.host, metricsPort(config, PROGRAM)));
+    return EXIT_USAGE;
+  }
   // Before anything else: BullMQ's connections would otherwise wait for Redis forever.
   try {
     await waitForRedisAt(config.redis.url, redisTimeoutMs);
   } catch (err) {
     logger.error({ err }, 'Redis unreachable');
+    await server.close();
     return EXIT_RUNTIME;
   }
-  const metrics = createMetrics();
-  const handle = await startWorker({ config, logger, metrics });
-  const server = await startHttpServer({
-    port: config.metrics.port,
-    host: config.metrics.host,
-    registry: metrics.registry,
-    ready: async () => handle.worker.isRunning() && (await handle.redis.ping().catch(() => '')) === 'PONG',
-  });
+  handle = await startWorker({ config, logger, metrics });
   logger.info(
     {
       queue: config.queue.name,
@@ -168,29 +262,12 @@ async function waitUntilDrained(config: Config, idleMs: number, stop: AbortSigna
   }
 }
 
-function parse(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    options: {
-      config: { type: 'string', short: 'c' },
-      root: { type: 'string', multiple: true },
-      'redis-url': { type: 'string' },
-      concurrency: { type: 'string' },
-      'log-level': { type: 'string' },
-      'exit-when-drained': { type: 'boolean', default: false },
-      'idle-ms': { type: 'string', default: '30000' },
-      'redis-timeout-ms': { type: 'string', default: '60000' },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-  });
-}
-
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
   },
   (err) => {
-    process.stderr.write(`seglift-worker: ${(err as Error)?.stack ?? err}\n`);
+    process.stderr.write(`${PROGRAM}: ${(err as Error)?.stack ?? err}\n`);
     // exit(), not exitCode: open connections or worker threads would keep the process alive.
     process.exit(EXIT_RUNTIME);
   },
