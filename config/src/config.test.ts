@@ -37,7 +37,7 @@ describe('loadConfig', () => {
     expect(c.roots).toEqual([]);
     expect(c.codec).toBe('zstd');
     expect(c.level).toBeUndefined();
-    expect(c.grouping).toBe('kafka');
+    expect(c.grouping).toBe('coalesce');
     expect(c.maxBatchBytes).toBe(1048588);
     expect(c.coalesceBytes).toBe(DEFAULT_COALESCE_BYTES);
     expect(DEFAULT_COALESCE_BYTES).toBe(1048576);
@@ -218,6 +218,6 @@ describe('redaction', () => {
     const text = formatConfig(config, { sources });
     expect(text).toContain('codec: lz4 # from flag\n');
     expect(text).toContain('  concurrency: 3 # from env SEGLIFT_WORKER_CONCURRENCY\n');
-    expect(text).toContain('grouping: kafka\n');
+    expect(text).toContain('grouping: coalesce\n');
   });
 });

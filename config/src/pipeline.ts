@@ -9,6 +9,7 @@ export type PipelineOptions = Required<
     | 'grouping'
     | 'coalesceBytes'
     | 'maxBatchBytes'
+    | 'onlyIfSmaller'
     | 'indexIntervalBytes'
     | 'maxDecompressedBatchBytes'
   >
@@ -23,6 +24,7 @@ export function pipelineOptions(config: Config): PipelineOptions {
     grouping: config.grouping,
     coalesceBytes: config.coalesceBytes,
     maxBatchBytes: config.maxBatchBytes,
+    onlyIfSmaller: config.onlyIfSmaller,
     indexIntervalBytes: config.indexIntervalBytes,
     maxDecompressedBatchBytes: config.limits.maxDecompressedBatchBytes,
     backupDir: config.backupDir,

@@ -47,9 +47,16 @@ export const ConfigSchema = z.strictObject({
   codec: z.preprocess((v) => (typeof v === 'string' ? v.toLowerCase() : v), z.enum(CODECS)).default('zstd'),
   /** Compression level; omitted = the codec's default. */
   level: z.int().optional(),
-  grouping: z.enum(['kafka', 'coalesce']).default('kafka'),
+  /**
+   * How legacy entries become v2 batches: coalesce packs consecutive records into batches of up
+   * to coalesceBytes (and maxBatchBytes); kafka writes one batch per legacy entry, as Kafka 4's
+   * cleaner does.
+   */
+  grouping: z.enum(['kafka', 'coalesce']).default('coalesce'),
   coalesceBytes: positiveInt.default(DEFAULT_COALESCE_BYTES),
   maxBatchBytes: positiveInt.default(DEFAULT_MAX_BATCH_BYTES),
+  /** Keep a v2 batch in its codec when recompressing it would make it larger. */
+  onlyIfSmaller: z.boolean().default(false),
   /** Keep the original files here before swapping (absolute); omitted = no backup. */
   backupDir: absolutePath.optional(),
   redis: z.strictObject({ url: redisUrl.default('redis://127.0.0.1:6379') }).prefault({}),

@@ -20,7 +20,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { redisServer, spawnProgram, startRedis } from '@seglift/testkit';
+import { needs, redisServer, spawnProgram, startRedis } from '@seglift/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { brokerLogs, KraftBroker, tailOf, ZkKafka } from './support/brokers.js';
 import {
@@ -446,7 +446,7 @@ describe.skipIf(missing !== undefined)('Kafka as the oracle', () => {
     expect(wrong).toEqual([]);
   }, 300_000);
 
-  it.skipIf(!redisServer.present)(
+  needs(redisServer).it(
     "7: distributed: watcher + worker over Redis (snappy) on a stopped broker's directory, then Kafka 4 serves every record",
     async () => {
       const { logs, broker } = scenario('s7-distributed');

@@ -37,13 +37,15 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     const src = legacySegment(dir, 10);
     const out = path.join(dir, 'out');
     const { segment, summary } = await convertJson([src, '--out', out], { SEGLIFT_CODEC: 'lz4' });
-    expect(segment.codecOut).toEqual({ 'v2/lz4': 10 });
+    // The default grouping coalesces the 10 small messages into one batch.
+    expect(segment.codecOut).toEqual({ 'v2/lz4': 1 });
     expect(summary.settings).toEqual({
       codec: 'lz4',
       level: null,
-      grouping: 'kafka',
+      grouping: 'coalesce',
       coalesceBytes: 1048576,
       maxBatchBytes: 1048588,
+      onlyIfSmaller: false,
       indexIntervalBytes: 4096,
       maxDecompressedBatchBytes: 64 * 1024 * 1024,
     });
@@ -51,13 +53,13 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     const r = await run(['convert', src, '--out', path.join(dir, 'out2')], { SEGLIFT_CODEC: 'lz4' });
     expect(r.code).toBe(0);
     expect(lines(r.stdout).at(-1)).toBe(
-      'settings: codec lz4 (env SEGLIFT_CODEC), level codec default (default), grouping kafka (default)',
+      'settings: codec lz4 (env SEGLIFT_CODEC), level codec default (default), grouping coalesce (default)',
     );
     // A flag beats the environment.
     const f = await convertJson([src, '--out', path.join(dir, 'out3'), '--codec', 'gzip'], {
       SEGLIFT_CODEC: 'lz4',
     });
-    expect(f.segment.codecOut).toEqual({ 'v2/gzip': 10 });
+    expect(f.segment.codecOut).toEqual({ 'v2/gzip': 1 });
   });
 
   it('takes flags as operators type them: --codec ZSTD, --level -5; a typo gets the nearest flag', async () => {
@@ -72,7 +74,7 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
       '--level',
       '-5',
     ]);
-    expect(segment.codecOut).toEqual({ 'v2/zstd': 3 });
+    expect(segment.codecOut).toEqual({ 'v2/zstd': 1 }); // three legacy messages, coalesced
     expect(summary.settings).toMatchObject({ codec: 'zstd', level: -5 });
     const typo = await run(['convert', src, '--out', path.join(dir, 'o2'), '--levle', '3']);
     expect(typo).toEqual({
@@ -109,7 +111,7 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(lines(r.stdout).at(-1)).toBe(
-      'settings: codec zstd (default), level codec default (default), grouping kafka (default)',
+      'settings: codec zstd (default), level codec default (default), grouping coalesce (default)',
     );
   });
 
@@ -146,7 +148,7 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     // The human line names each source.
     const r = await run(['convert', src, '--out', path.join(dir, 'd'), '--config', file, '--level', '9']);
     expect(lines(r.stdout).at(-1)).toBe(
-      `settings: codec gzip (file ${file}), level 9 (flag), grouping kafka (default)`,
+      `settings: codec gzip (file ${file}), level 9 (flag), grouping coalesce (default)`,
     );
   });
 
@@ -191,7 +193,7 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
       [300, '300'],
     ] as const) {
       const out = path.join(dir, `out-${interval}`);
-      const args = [src, '--codec', 'none', '--out', out];
+      const args = [src, '--codec', 'none', '--grouping', 'kafka', '--out', out];
       if (flagValue !== undefined) args.push('--index-interval-bytes', flagValue);
       const { summary } = await convertJson(args);
       expect(summary.settings.indexIntervalBytes).toBe(interval);
@@ -232,7 +234,8 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     // Each record is 112 bytes in a v2 batch (attributes 1, timestampDelta 1, offsetDelta 1,
     // key length 1 + 3, value length 2 + 100, headers 1, length varint 2) and a batch's header
     // is 61 bytes: 61 + 5 * 112 = 621 bytes hold exactly 5 records.
-    expect(await batchesOut([])).toBe(20);
+    expect(await batchesOut(['--grouping', 'kafka'])).toBe(20);
+    expect(await batchesOut([])).toBe(1);
     expect(await batchesOut(['--grouping', 'coalesce'])).toBe(1);
     expect(await batchesOut(['--grouping', 'coalesce', '--coalesce-bytes', '621'])).toBe(4);
     expect(await batchesOut(['--grouping', 'coalesce', '--coalesce-bytes', '620'])).toBe(5);
@@ -271,6 +274,7 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     legacySegment(part, 60, 0n);
     legacySegment(part, 3, 60n);
     const r = await run(['migrate', dir, '--json', '--index-interval-bytes', '1k'], {
+      SEGLIFT_GROUPING: 'kafka',
       SEGLIFT_CODEC: 'gzip',
       SEGLIFT_INDEX_INTERVAL_BYTES: '300',
       SEGLIFT_WORKER_CONCURRENCY: '1',
@@ -288,7 +292,7 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     // The .index is convert's with the same settings.
     const ref = path.join(tmpDir(), 'ref');
     const orig = legacySegment(tmpDir(), 60, 0n);
-    await convertSegment(orig, { codec: 'gzip', indexIntervalBytes: 1024, outDir: ref });
+    await convertSegment(orig, { codec: 'gzip', grouping: 'kafka', indexIntervalBytes: 1024, outDir: ref });
     const name = '00000000000000000000.index';
     expect(readFileSync(path.join(part, name)).length).toBeGreaterThan(0);
     expect(readFileSync(path.join(part, name)).equals(readFileSync(path.join(ref, name)))).toBe(true);

@@ -12,6 +12,7 @@ export const PIPELINE_ARG_OPTIONS = {
   grouping: { type: 'string' },
   'coalesce-bytes': { type: 'string' },
   'max-batch-bytes': { type: 'string' },
+  'only-if-smaller': { type: 'boolean' },
   'index-interval-bytes': { type: 'string' },
   'max-decompressed-batch-bytes': { type: 'string' },
   'backup-dir': { type: 'string' },
@@ -24,11 +25,17 @@ export const PIPELINE_HELP = `  --config FILE             YAML or JSON config fi
                             config when set there; the summary names the codec used)
   --level N                 compression level, negative ones too (zstd -5); codec default
                             otherwise
-  --grouping G              kafka: one v2 batch per legacy entry, like Kafka 4's cleaner
-                            (default); coalesce: merge consecutive uncompressed legacy messages
+  --grouping G              how legacy entries become v2 batches. coalesce (default): consecutive
+                            records share batches of up to --coalesce-bytes, split where one
+                            batch could not carry them as consumers read them today (timestamp
+                            type, LogAppendTime); kafka: one batch per legacy entry, byte for
+                            byte what Kafka 4's cleaner writes (much larger for small messages)
   --coalesce-bytes N        with --grouping coalesce: records per batch up to N bytes before
                             compression (default 1048576, 1 MiB)
-  --max-batch-bytes N       largest batch written (default 1048588, max.message.bytes)
+  --max-batch-bytes N       largest batch written (default 1048588, the broker's default
+                            message.max.bytes; set it to your topics' max.message.bytes or less)
+  --only-if-smaller         keep a v2 batch in its codec when recompressing it would make it
+                            larger (default off: every batch gets the target codec)
   --index-interval-bytes N  the topic's index.interval.bytes: an .index entry every N bytes of
                             log (default 4096)
   --max-decompressed-batch-bytes N
@@ -74,6 +81,7 @@ export function loadSettings(
   const flags: Record<string, unknown> = { ...extraFlags };
   if (p.values.codec !== undefined) flags.codec = str(p, 'codec');
   if (p.values.grouping !== undefined) flags.grouping = str(p, 'grouping');
+  if (p.values['only-if-smaller'] !== undefined) flags.onlyIfSmaller = p.values['only-if-smaller'] === true;
   for (const f of INT_FLAGS) {
     if (p.values[f.flag] === undefined) continue;
     flags[f.key] = intOpt(command, p, f.flag, { min: f.min, sizes: f.sizes });
@@ -101,6 +109,7 @@ export function settingsLine(loaded: LoadedConfig): string {
   const extra: [string, string, unknown][] = [
     ['coalesceBytes', 'coalesce.bytes', config.coalesceBytes],
     ['maxBatchBytes', 'max.batch.bytes', config.maxBatchBytes],
+    ['onlyIfSmaller', 'only.if.smaller', config.onlyIfSmaller],
     ['indexIntervalBytes', 'index.interval.bytes', config.indexIntervalBytes],
     [
       'limits.maxDecompressedBatchBytes',

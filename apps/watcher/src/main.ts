@@ -190,10 +190,13 @@ async function main(argv: string[]): Promise<number> {
   const queue = openQueue(config, redis);
   queue.on('error', (err) => logger.warn({ err }, 'queue error'));
   const stopGauge = server ? queueGauge(queue, metrics) : () => {};
-  if (server) logger.info({ metricsPort: server.port }, 'serving /metrics, /healthz, /readyz');
   try {
-    if (once) return await scanOnce(config, queue, redis, logger, wait);
-    return await watch(config, queue, redis, logger);
+    if (once) {
+      if (server) logger.info({ metricsPort: server.port }, 'serving /metrics, /healthz, /readyz');
+      return await scanOnce(config, queue, redis, logger, wait);
+    }
+    // The daemon says its port with 'watching', once it listens for signals.
+    return await watch(config, queue, redis, logger, server?.port);
   } finally {
     stopGauge();
     await server?.close();
@@ -238,7 +241,13 @@ async function scanOnce(
 }
 
 /** The daemon: chokidar on the roots until SIGTERM/SIGINT. */
-async function watch(config: Config, queue: Queue, redis: Redis, logger: Logger): Promise<number> {
+async function watch(
+  config: Config,
+  queue: Queue,
+  redis: Redis,
+  logger: Logger,
+  metricsPort: number | undefined,
+): Promise<number> {
   const roots = config.roots.map((r) => {
     try {
       return realpathSync(r);
@@ -248,12 +257,14 @@ async function watch(config: Config, queue: Queue, redis: Redis, logger: Logger)
     }
   });
   const handle = startWatching({ config: { ...config, roots }, queue, redis, logger });
-  await handle.ready;
-  logger.info({ roots }, 'watching');
-  await new Promise<void>((resolve) => {
+  // Listening for signals before saying 'watching': a stop sent on that line must not kill us.
+  const stopped = new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
   });
+  await handle.ready;
+  logger.info({ roots, metricsPort }, 'watching');
+  await stopped;
   logger.info('shutting down');
   await handle.close();
   return EXIT_OK;

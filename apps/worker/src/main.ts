@@ -68,9 +68,13 @@ ${describeSettings([
   ['roots', 'where the worker may read and rewrite (at least one; --root)'],
   ['codec', `target codec: ${CODECS.join('|')}, any case (zstd)`],
   ['level', 'compression level (the codec default)'],
-  ['grouping', 'kafka: one v2 batch per legacy entry; coalesce: merge small uncompressed ones'],
+  [
+    'grouping',
+    'coalesce (default): consecutive legacy records share batches; kafka: one batch per legacy entry',
+  ],
   ['coalesceBytes', 'with coalesce: records per batch up to this many bytes (1048576)'],
   ['maxBatchBytes', 'largest batch written (1048588)'],
+  ['onlyIfSmaller', 'keep a v2 batch in its codec when recompression would grow it (false)'],
   ['indexIntervalBytes', "the topic's index.interval.bytes (4096)"],
   ['backupDir', 'copy every original here before replacing it (none)'],
   ['limits.maxDecompressedBatchBytes', 'refuse a batch that decompresses to more (64 MiB)'],
@@ -187,18 +191,9 @@ async function main(argv: string[]): Promise<number> {
     return EXIT_RUNTIME;
   }
   handle = await startWorker({ config, logger, metrics });
-  logger.info(
-    {
-      queue: config.queue.name,
-      concurrency: config.worker.concurrency,
-      roots: config.roots,
-      metricsPort: server.port,
-      exitWhenDrained: jobMode,
-    },
-    'worker started',
-  );
   const stopDrainWatch = new AbortController();
-  const signal = await new Promise<'SIGTERM' | 'SIGINT' | 'drained'>((resolve) => {
+  // Listening for signals before saying 'started': a stop sent on that line must not kill us.
+  const stopped = new Promise<'SIGTERM' | 'SIGINT' | 'drained'>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));
     process.once('SIGINT', () => resolve('SIGINT'));
     if (jobMode) {
@@ -210,6 +205,17 @@ async function main(argv: string[]): Promise<number> {
       );
     }
   });
+  logger.info(
+    {
+      queue: config.queue.name,
+      concurrency: config.worker.concurrency,
+      roots: config.roots,
+      metricsPort: server.port,
+      exitWhenDrained: jobMode,
+    },
+    'worker started',
+  );
+  const signal = await stopped;
   stopDrainWatch.abort();
   // Job mode: only a drained queue is a success; a signal is a stop, reported like any process
   // that a signal ended (128 + its number), so that the Job replaces this pod.

@@ -142,7 +142,7 @@ needs(redisServer).describe('worker with a real Redis', () => {
     expect(calls).toHaveLength(1);
     expect(calls[0][1]).toMatchObject({
       codec: 'zstd',
-      grouping: 'kafka',
+      grouping: 'coalesce',
       maxBatchBytes: 1048588,
       indexIntervalBytes: 4096,
       maxDecompressedBatchBytes: 64 * 1024 * 1024,

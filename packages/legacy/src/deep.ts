@@ -9,7 +9,9 @@ import {
   crc32,
   DEFAULT_MAX_DECOMPRESSED_BATCH_BYTES,
   decompress,
+  LOG_OVERHEAD,
   type LogicalRecord,
+  MAGIC_OFFSET,
   type RecordHeader,
   SegliftError,
   type TimestampType,
@@ -18,8 +20,6 @@ import {
 } from '@seglift/format';
 import {
   LEGACY_CODEC_MASK,
-  LEGACY_LOG_OVERHEAD,
-  LEGACY_MAGIC_OFFSET,
   LEGACY_RECORD_OVERHEAD_V0,
   type LegacyMessage,
   legacyTimestampType,
@@ -169,7 +169,7 @@ function readInnerStream(stream: Uint8Array, checkCrc: boolean, wrapperOffset: b
   const view = new DataView(stream.buffer, stream.byteOffset, stream.byteLength);
   const out: LegacyMessage[] = [];
   let pos = 0;
-  while (stream.length - pos >= LEGACY_LOG_OVERHEAD) {
+  while (stream.length - pos >= LOG_OVERHEAD) {
     const offset = view.getBigInt64(pos);
     const size = view.getInt32(pos + 8);
     if (size < LEGACY_RECORD_OVERHEAD_V0) {
@@ -178,7 +178,7 @@ function readInnerStream(stream: Uint8Array, checkCrc: boolean, wrapperOffset: b
         { position: 0, offset: wrapperOffset },
       );
     }
-    const end = pos + LEGACY_LOG_OVERHEAD + size;
+    const end = pos + LOG_OVERHEAD + size;
     if (end > stream.length) break;
     try {
       out.push(parseMessage(stream, view, pos, offset, end, false));
@@ -193,7 +193,7 @@ function readInnerStream(stream: Uint8Array, checkCrc: boolean, wrapperOffset: b
     }
     if (checkCrc) {
       const stored = out[out.length - 1].crc;
-      const actual = crc32(stream.subarray(pos + LEGACY_MAGIC_OFFSET, end));
+      const actual = crc32(stream.subarray(pos + MAGIC_OFFSET, end));
       if (actual !== stored) {
         throw new CrcMismatchError('CRC-32', stored, actual, { position: 0, offset: wrapperOffset });
       }

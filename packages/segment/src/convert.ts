@@ -6,16 +6,19 @@ import {
   type CodecName,
   CorruptRecordError,
   codecId,
+  crc32,
+  crc32Range,
   DEFAULT_INDEX_INTERVAL_BYTES,
+  DEFAULT_MAX_BATCH_BYTES,
   InvalidArgumentError,
   readRecordBatchHeader,
   recompressRecordBatch,
   SegmentIndexBuilder,
 } from '@seglift/format';
-import { DEFAULT_MAX_BATCH_BYTES, type Grouping, Upconverter } from '@seglift/legacy';
+import { type Grouping, Upconverter } from '@seglift/legacy';
 import { assertBackupDirOutside, backupOriginals } from './backup.js';
 import { isActiveSegment } from './discovery.js';
-import { codecLabel, inspectEntry, needsRewrite, withEntryContext } from './entry.js';
+import { formatKey, inspectEntry, needsRewrite, withEntryContext } from './entry.js';
 import { toSegmentError } from './errors.js';
 import { exists } from './fs-util.js';
 import {
@@ -34,8 +37,8 @@ import { preparePartitionForConversion, preparePartitionForSwap, recoverLeftover
 import { acquirePartitionLock, acquireSegmentLock, type FileLock } from './lock.js';
 import { INDEX_SUFFIX, type SegmentFiles, TIMEINDEX_SUFFIX } from './names.js';
 import { applyOwnership, assertCanKeepOwnership, type Ownership, ownershipOf } from './ownership.js';
-import { RecompressedBatchProofs } from './proofs.js';
-import { readSegmentEntries } from './reader.js';
+import { RecompressedBatchProofs, type UpconvertedRun, UpconvertedRunProofs } from './proofs.js';
+import { entrySizeAt, readSegmentChunks, readSegmentEntries } from './reader.js';
 import { emptyReport, type SegmentReport, throughput } from './report.js';
 import { requireSegment } from './segment-file.js';
 import { swapInPlace } from './swap.js';
@@ -49,10 +52,17 @@ export interface ConvertTestHooks {
 export interface ConvertOptions {
   codec: CodecName;
   level?: number;
+  /** How legacy entries become v2 batches (default coalesce; see @seglift/legacy's Upconverter). */
   grouping?: Grouping;
   coalesceBytes?: number;
   /** Largest batch written (default 1048588, Kafka's max.message.bytes default). */
   maxBatchBytes?: number;
+  /**
+   * Keep a v2 batch in its codec (byte for byte) when recompressing it would make it larger.
+   * Off by default: a target codec is also chosen for consumers' CPU, and a segment where every
+   * batch is kept is left as it is (see docs/benchmarks.md, "Recompression that grows data").
+   */
+  onlyIfSmaller?: boolean;
   maxDecompressedBatchBytes?: number;
   /** Largest source entry accepted by the reader (default 64 MiB). */
   maxEntryBytes?: number;
@@ -122,7 +132,7 @@ class SegmentWriter {
       });
     }
     this.index.append(this.position, batch.length, batchLastOffset(h), h.maxTimestamp);
-    const key = `v2/${codecLabel(h.attributes & 0x07)}`;
+    const key = formatKey(2, h.attributes & 0x07);
     this.codecOut[key] = (this.codecOut[key] ?? 0) + 1;
     this.batches++;
     this.records += h.recordsCount;
@@ -138,6 +148,46 @@ class SegmentWriter {
     } else {
       this.buffers[this.active].set(batch, this.used);
       this.used += batch.length;
+    }
+  }
+
+  /**
+   * Writes `bytes`, whole v2 batches back to back (the upconverter's output), without a header
+   * object per batch; copied before the promise resolves.
+   */
+  async writeBatches(bytes: Uint8Array): Promise<void> {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    for (let p = 0; p < bytes.length; ) {
+      const size = view.getInt32(p + 8) + 12;
+      const baseOffset = view.getBigInt64(p);
+      if (this.position + size > MAX_SEGMENT_BYTES) {
+        throw new CorruptRecordError('rewritten segment would exceed 2 GiB (positions are int32)', {
+          file: this.file,
+          position: this.position,
+          offset: baseOffset,
+        });
+      }
+      this.index.append(
+        this.position,
+        size,
+        baseOffset + BigInt(view.getInt32(p + 23)),
+        view.getBigInt64(p + 35),
+      );
+      const key = formatKey(2, bytes[p + 22] & 0x07);
+      this.codecOut[key] = (this.codecOut[key] ?? 0) + 1;
+      this.batches++;
+      this.records += view.getInt32(p + 57);
+      this.position += size;
+      p += size;
+    }
+    let done = 0;
+    while (done < bytes.length) {
+      const buffer = this.buffers[this.active];
+      const n = Math.min(bytes.length - done, buffer.length - this.used);
+      buffer.set(bytes.subarray(done, done + n), this.used);
+      this.used += n;
+      done += n;
+      if (this.used === buffer.length) await this.flush();
     }
   }
 
@@ -203,11 +253,21 @@ async function alreadyConverted(
     reuseBuffers: true,
   })) {
     const info = inspectEntry(entry, logPath);
-    if (needsRewrite(info, codec)) return false;
     const h = info.header!;
+    if (needsRewrite(info, codec)) {
+      // With onlyIfSmaller a v2 batch that recompression would grow stays as it is.
+      if (info.magic < 2 || !options.onlyIfSmaller) return false;
+      const out = recompressRecordBatch(entry.bytes, codec, {
+        level: options.level,
+        maxDecompressedBytes: options.maxDecompressedBatchBytes,
+        crcChecked: true,
+        transient: true,
+      });
+      if (out.length <= entry.bytes.length) return false;
+    }
     report.batchesIn++;
     report.recordsIn += h.recordsCount;
-    const key = `v2/${codecLabel(info.codec)}`;
+    const key = formatKey(2, info.codec);
     report.codecMixIn[key] = (report.codecMixIn[key] ?? 0) + 1;
   }
   return true;
@@ -278,6 +338,7 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     };
 
     const proofs = new RecompressedBatchProofs();
+    const runs = new UpconvertedRunProofs();
     const { offsetIndexBytes, timeIndexBytes } = await writeConverted(
       src.log,
       tmp,
@@ -286,6 +347,7 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
       options,
       report,
       proofs,
+      runs,
     );
     if (await isActiveSegment(src.log)) assertIndexesFit(src, offsetIndexBytes, timeIndexBytes, options);
     // The new files carry the original .log mtime from birth (retention falls back to it) and the
@@ -319,6 +381,7 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
         acceptTruncatedTail: options.acceptTruncatedTail,
         signal: options.signal,
         proofs,
+        runs,
         sourceCrcsChecked: true,
       });
     } catch (err) {
@@ -430,6 +493,7 @@ async function writeConverted(
   options: ConvertOptions,
   report: SegmentReport,
   proofs: RecompressedBatchProofs,
+  runs: UpconvertedRunProofs,
 ): Promise<{ offsetIndexBytes: number; timeIndexBytes: number }> {
   const maxBatchBytes = options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES;
   const level = options.level;
@@ -437,12 +501,13 @@ async function writeConverted(
     indexIntervalBytes: options.indexIntervalBytes ?? DEFAULT_INDEX_INTERVAL_BYTES,
   });
   const up = new Upconverter({
-    grouping: options.grouping ?? 'kafka',
+    grouping: options.grouping ?? 'coalesce',
     codec: codec as 0 | 1 | 2 | 3 | 4,
     level,
     maxBatchBytes,
     coalesceBytes: options.coalesceBytes,
     maxDecompressedBytes: options.maxDecompressedBatchBytes,
+    prove: true,
     onOversizeBatch: () => {
       report.oversizeUpconverted++;
     },
@@ -453,7 +518,36 @@ async function writeConverted(
     const w = new SegmentWriter(fh, tmp.log, index);
     const total = report.bytesIn;
     let nextProgress = 0;
-    for await (const entry of readSegmentEntries(source, {
+    // The run of legacy entries being upconverted: its source bytes and its output are
+    // checksummed as they go by (see UpconvertedRunProofs).
+    let run: UpconvertedRun | undefined;
+    // Legacy entries per (magic << 3 | codec), for report.codecMixIn.
+    const legacyMix = new Int32Array(16);
+    const countLegacyMix = () => {
+      for (let i = 0; i < 16; i++) {
+        if (legacyMix[i] === 0) continue;
+        const key = formatKey(i >> 3, i & 7);
+        report.codecMixIn[key] = (report.codecMixIn[key] ?? 0) + legacyMix[i];
+        legacyMix[i] = 0;
+      }
+    };
+    /** Where in the current chunk the run's bytes not yet checksummed start. */
+    let runFrom = 0;
+    const writeOutput = async () => {
+      if (up.outputLength === 0) return;
+      const out = up.takeOutput();
+      run!.outputCrc = crc32(out, run!.outputCrc);
+      run!.batches += batchesIn(out);
+      await w.writeBatches(out);
+    };
+    const endRun = async () => {
+      up.finishPending();
+      await writeOutput();
+      run!.outputEnd = w.position;
+      runs.add(run!);
+      run = undefined;
+    };
+    for await (const c of readSegmentChunks(source, {
       acceptTruncatedTail: options.acceptTruncatedTail,
       onTruncatedTail: (t) => {
         report.truncatedTailBytes = t.bytes;
@@ -462,49 +556,103 @@ async function writeConverted(
       signal: options.signal,
       reuseBuffers: true,
     })) {
-      const info = inspectEntry(entry, source);
-      report.batchesIn++;
-      const key = `v${entry.magic}/${codecLabel(info.codec)}`;
-      report.codecMixIn[key] = (report.codecMixIn[key] ?? 0) + 1;
+      const b = c.bytes;
+      runFrom = c.start;
+      const recordsBefore = up.stats.recordsIn;
       try {
-        if (entry.magic < 2) {
-          const before = up.stats.recordsIn;
-          for (const b of up.push(entry.bytes)) await w.write(b);
-          report.recordsIn += up.stats.recordsIn - before;
-        } else {
-          for (const b of up.flush()) await w.write(b);
-          const h = info.header!;
-          report.recordsIn += h.recordsCount;
-          if (!needsRewrite(info, codec, options.force)) {
-            // Kafka never compresses control or empty batches (ref §5.4): copy them byte for byte.
-            report.batchesCopied++;
-            await w.write(entry.bytes);
-          } else {
-            const out = recompressRecordBatch(entry.bytes, codec, {
-              level,
-              maxDecompressedBytes: options.maxDecompressedBatchBytes,
-              roundTrip: true,
-            });
-            if (out.length > maxBatchBytes) {
-              report.oversizeKept++;
+        for (let p = c.start; p < c.end; ) {
+          const size = entrySizeAt(b, p);
+          const magic = b[p + 16];
+          const position = c.position + (p - c.start);
+          report.batchesIn++;
+          if (magic < 2) {
+            if (run === undefined) {
+              run = {
+                sourceStart: position,
+                sourceEnd: 0,
+                sourceCrc: 0,
+                outputStart: w.position,
+                outputEnd: 0,
+                outputCrc: 0,
+                batches: 0,
+              };
+              runFrom = p;
+            }
+            try {
+              // Checks the entry's CRC-32 (and a wrapper's inner ones) as inspectEntry would.
+              up.pushEntry(b, p, p + size);
+            } catch (err) {
+              throw withEntryContext(err, source, { position, bytes: b.subarray(p, p + size) });
+            }
+            // Counted here, added to the report at the end of the chunk.
+            legacyMix[(magic << 3) | (b[p + 17] & 0x07)]++;
+            p += size;
+            continue;
+          }
+          const entry = { position, size, magic, bytes: b.subarray(p, p + size) };
+          if (run !== undefined) {
+            run.sourceCrc = crc32Range(b, runFrom, p, run.sourceCrc);
+            run.sourceEnd = position;
+            await endRun();
+          }
+          // The stored CRC-32C is checked here once (recompressRecordBatch is told so).
+          const info = inspectEntry(entry, source);
+          const key = formatKey(2, info.codec);
+          report.codecMixIn[key] = (report.codecMixIn[key] ?? 0) + 1;
+          try {
+            const h = info.header!;
+            report.recordsIn += h.recordsCount;
+            if (!needsRewrite(info, codec, options.force)) {
+              // Kafka never compresses control or empty batches (ref §5.4): copy them byte for byte.
               report.batchesCopied++;
               await w.write(entry.bytes);
             } else {
-              proofs.add(entry.position, out);
-              await w.write(out);
+              const out = recompressRecordBatch(entry.bytes, codec, {
+                level,
+                maxDecompressedBytes: options.maxDecompressedBatchBytes,
+                roundTrip: true,
+                crcChecked: true,
+                // Copied by w.write below before another batch is recompressed.
+                transient: true,
+              });
+              // A batch kept as it is: the round trip just parsed its records strictly, so its own
+              // bytes are proven like a recompressed batch's.
+              if (out.length > maxBatchBytes) {
+                report.oversizeKept++;
+                report.batchesCopied++;
+                proofs.add(entry.position, entry.bytes);
+                await w.write(entry.bytes);
+              } else if (options.onlyIfSmaller && out.length > entry.bytes.length) {
+                report.keptSmaller++;
+                report.batchesCopied++;
+                proofs.add(entry.position, entry.bytes);
+                await w.write(entry.bytes);
+              } else {
+                proofs.add(entry.position, out);
+                await w.write(out);
+              }
             }
+          } catch (err) {
+            throw withEntryContext(err, source, entry);
           }
+          p += size;
         }
-      } catch (err) {
-        throw withEntryContext(err, source, entry);
+      } finally {
+        report.recordsIn += up.stats.recordsIn - recordsBefore;
+        countLegacyMix();
       }
-      const done = entry.position + entry.size;
+      if (run !== undefined) {
+        run.sourceCrc = crc32Range(b, runFrom, c.end, run.sourceCrc);
+        run.sourceEnd = c.position + (c.end - c.start);
+        await writeOutput();
+      }
+      const done = c.position + (c.end - c.start);
       if (options.onProgress && done >= nextProgress) {
         options.onProgress(done, total);
         nextProgress = done + 8 * 1024 * 1024;
       }
     }
-    for (const b of up.flush()) await w.write(b);
+    if (run !== undefined) await endRun();
     await w.finish();
     // No fsync here: convertSegment syncs the three files while verify reads them back.
     await fh.close();
@@ -521,4 +669,12 @@ async function writeConverted(
   } finally {
     if (!closed) await fh.close();
   }
+}
+
+/** Number of batches in `bytes` (whole batches back to back). */
+function batchesIn(bytes: Uint8Array): number {
+  let n = 0;
+  for (let p = 0; p < bytes.length; n++)
+    p += ((bytes[p + 8] << 24) | (bytes[p + 9] << 16) | (bytes[p + 10] << 8) | bytes[p + 11]) + 12;
+  return n;
 }

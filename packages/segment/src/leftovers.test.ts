@@ -65,6 +65,33 @@ describe('recoverLeftovers', () => {
     expect(c.reason).toMatch(/start the broker once/);
   });
 
+  it("a lock being written by a live run (its temp file half written) is not another run's to remove", async () => {
+    const { pdir } = await setup();
+    // Another process between writing its pending lock and linking it into place.
+    const token = (n: number) => `0000000${n}-0000-4000-8000-000000000000`;
+    const host = (await import('node:os')).hostname();
+    const pending = path.join(
+      pdir,
+      `${BASE}.log.seglift.lock.${host}.${process.pid}.${token(1)}.seglift-tmp`,
+    );
+    const partitionPending = path.join(
+      pdir,
+      `seglift.partition.lock.${host}.${process.pid}.${token(2)}.seglift-tmp`,
+    );
+    for (const f of [pending, partitionPending]) await writeFile(f, '{"pid":');
+    await recoverLeftovers(pdir);
+    expect(await ls(pdir)).toEqual(
+      expect.arrayContaining([path.basename(pending), path.basename(partitionPending)]),
+    );
+    // As old as a stale lock: nobody writes a lock that long; they go.
+    const old = new Date(Date.now() - 3 * 60_000);
+    for (const f of [pending, partitionPending]) await utimes(f, old, old);
+    const r = await recoverLeftovers(pdir);
+    expect(r.removed).toEqual(
+      expect.arrayContaining([path.basename(pending), path.basename(partitionPending)]),
+    );
+  });
+
   it("a partition with Kafka's .cleaned files (an interrupted cleaner) is not swapped into", async () => {
     const { log, pdir } = await setup();
     const before = await sha256(log);

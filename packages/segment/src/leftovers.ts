@@ -6,6 +6,7 @@ import {
   acquirePartitionLock,
   type FileLock,
   isStaleLock,
+  isStaleLockTemp,
   lockPathFor,
   partitionLockPath,
   readLock,
@@ -102,7 +103,7 @@ async function recoverUnderLock(
   };
   // Temp files of the partition lock's takers: removed once their run is gone.
   for (const n of names) {
-    if (n.startsWith(`${PARTITION_LOCK_NAME}.`) && isStaleLock(await readLock(path.join(partitionDir, n))))
+    if (n.startsWith(`${PARTITION_LOCK_NAME}.`) && (await isStaleLockTemp(path.join(partitionDir, n))))
       await remove(n);
   }
   const prefixes = new Set<bigint>();
@@ -123,7 +124,7 @@ async function recoverUnderLock(
     // them, possibly another one taking the lock right now: removed only once that run is gone.
     const lockTemps = names.filter((n) => n.startsWith(`${seg.prefix}${LOCK_SUFFIX}.`));
     for (const n of lockTemps) {
-      if (isStaleLock(await readLock(path.join(partitionDir, n)))) await remove(n);
+      if (await isStaleLockTemp(path.join(partitionDir, n))) await remove(n);
     }
     const marker = await readMarker(seg);
     if (marker === undefined) {

@@ -88,6 +88,32 @@ export function isStaleLock(info: LockInfo | undefined, now = Date.now()): boole
 }
 
 /**
+ * Whether a lock's temp file (a pending lock being linked into place, a takeover file) belongs
+ * to a run that is gone. One still being written reads as unreadable: it is another run's only
+ * once it is as old as a stale lock (removing it earlier would make that run's link fail).
+ */
+export async function isStaleLockTemp(tempPath: string, now = Date.now()): Promise<boolean> {
+  const state = await lockState(tempPath);
+  if (state === 'absent') return false;
+  if (state !== 'unreadable') return isStaleLock(state, now);
+  // Being written, or left half written by a crash: the name says who wrote it.
+  const writer = PENDING_NAME_RE.exec(path.basename(tempPath));
+  if (writer && writer[1] === os.hostname() && !pidAlive(Number(writer[2]))) return true;
+  const st = await stat(tempPath).catch(() => undefined);
+  return st !== undefined && now - st.mtimeMs > LOCK_STALE_AFTER_MS;
+}
+
+/**
+ * `<lock>.<host>.<pid>.<token>.seglift-tmp`: a pending lock names its writer. Every lock name
+ * ends in `.lock` and a host name may hold dots, so the host is what lies between them.
+ */
+const PENDING_NAME_RE = /\.lock\.(.+)\.(\d+)\.[0-9a-f-]{36}\.seglift-tmp$/;
+
+function pendingPath(lockPath: string, info: LockInfo): string {
+  return `${lockPath}.${info.host}.${info.pid}.${info.token}${TMP_SUFFIX}`;
+}
+
+/**
  * Removes a lock judged stale. Several runs can judge the same stale lock at once; a plain unlink
  * by a slower one would delete the lock a faster one has just taken, and both would convert. So
  * only the run that creates the takeover file named after the stale token may remove it, and
@@ -159,7 +185,7 @@ export async function acquireFileLock(lockPath: string, what: string): Promise<F
     startedAt: new Date().toISOString(),
   };
   // A temp name: if a crash leaves it behind, recoverLeftovers deletes it like our other temp files.
-  const pending = `${lockPath}.${info.token}${TMP_SUFFIX}`;
+  const pending = pendingPath(lockPath, info);
   await writeWholeFile(pending, JSON.stringify(info), { flags: 'wx', sync: true });
   try {
     let tookOver = false;

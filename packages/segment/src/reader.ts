@@ -1,5 +1,13 @@
 import { open } from 'node:fs/promises';
-import { CorruptRecordError, TruncatedDataError, UnsupportedFormatError } from '@seglift/format';
+import {
+  CorruptRecordError,
+  HEADER_SIZE_UP_TO_MAGIC,
+  LOG_OVERHEAD,
+  RECORD_BATCH_OVERHEAD,
+  TruncatedDataError,
+  UnsupportedFormatError,
+} from '@seglift/format';
+import { LEGACY_RECORD_OVERHEAD_V0 } from '@seglift/legacy';
 
 /** One shallow entry of a .log: a v2 RecordBatch or a v0/v1 message (maybe a compressed wrapper). */
 export interface SegmentEntry {
@@ -9,8 +17,9 @@ export interface SegmentEntry {
   size: number;
   magic: number;
   /**
-   * The entry's bytes. A view into a chunk buffer that is never reused, so it stays valid after
-   * the iterator moves on (memory is bounded by what the caller keeps, not by the file size).
+   * The entry's bytes: a view into a chunk buffer. Without `reuseBuffers` that buffer is never
+   * reused, so the view stays valid after the iterator moves on (memory is bounded by what the
+   * caller keeps, not by the file size); with it, only until the next entry is asked for.
    */
   bytes: Uint8Array;
 }
@@ -47,16 +56,31 @@ export interface ReadSegmentOptions {
   signal?: AbortSignal;
 }
 
-const LOG_OVERHEAD = 12;
-/** Records.HEADER_SIZE_UP_TO_MAGIC: enough to read offset, size and magic (ref §1.1). */
-const HEADER_SIZE_UP_TO_MAGIC = 17;
 /** LegacyRecord.RECORD_OVERHEAD_V0: Kafka's minimum size field for any magic (ref §1.6). */
-const MIN_SIZE_FIELD = 14;
-/** RECORD_BATCH_OVERHEAD (61) minus the log overhead. */
-const MIN_V2_SIZE_FIELD = 49;
+const MIN_SIZE_FIELD = LEGACY_RECORD_OVERHEAD_V0;
+const MIN_V2_SIZE_FIELD = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD;
 /** A size field above this is corruption, never an allocation: 64 MiB by default. */
 export const DEFAULT_MAX_ENTRY_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_CHUNK_SIZE = 1024 * 1024;
+
+/**
+ * Consecutive whole entries of a segment, all framing-checked (the checks readSegmentEntries
+ * lists): `bytes[start, end)`, whose first byte is at file position `position`. The pipeline's
+ * loops walk entries inside a chunk themselves: one await and no objects per entry, which for
+ * small legacy messages cost more than converting them. With `reuseBuffers` the bytes are valid
+ * until the iterator is advanced.
+ */
+export interface EntryChunk {
+  bytes: Buffer;
+  start: number;
+  end: number;
+  position: number;
+}
+
+/** Size of the entry at `p` of a chunk (12 + its size field), as the reader checked it. */
+export function entrySizeAt(bytes: Uint8Array, p: number): number {
+  return ((bytes[p + 8] << 24) | (bytes[p + 9] << 16) | (bytes[p + 10] << 8) | bytes[p + 11]) + LOG_OVERHEAD;
+}
 
 /**
  * Streams the shallow entries of a segment file with a FileHandle and large reads. Every entry's
@@ -69,6 +93,24 @@ export async function* readSegmentEntries(
   file: string,
   options: ReadSegmentOptions = {},
 ): AsyncGenerator<SegmentEntry, void, undefined> {
+  for await (const c of readSegmentChunks(file, options)) {
+    const b = c.bytes;
+    for (let p = c.start; p < c.end; ) {
+      const size = entrySizeAt(b, p);
+      yield { position: c.position + (p - c.start), size, magic: b[p + 16], bytes: b.subarray(p, p + size) };
+      p += size;
+    }
+  }
+}
+
+/**
+ * readSegmentEntries by chunks of whole entries (see EntryChunk), with the same checks and the
+ * same errors: an entry that fails them is thrown after the chunk of the entries before it.
+ */
+export async function* readSegmentChunks(
+  file: string,
+  options: ReadSegmentOptions = {},
+): AsyncGenerator<EntryChunk, void, undefined> {
   const maxEntryBytes = options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES;
   const chunkSize = options.chunkSize ?? DEFAULT_CHUNK_SIZE;
   const fh = await open(file, 'r');
@@ -78,10 +120,9 @@ export async function* readSegmentEntries(
     let buf: Buffer = Buffer.alloc(0);
     let pos = options.startPosition ?? 0;
     let bufStart = pos;
+    /** File position where the entries not yet handed out start (== pos when there are none). */
+    let chunkFrom = pos;
 
-    // Makes [pos, pos + need) available in `buf`; the caller has checked it lies inside the file.
-    // Callers test `buffered` first: awaiting a no-op per entry costs more than parsing small ones.
-    const buffered = (need: number): boolean => pos >= bufStart && pos + need <= bufStart + buf.length;
     // Read-ahead: the chunk after the buffered bytes is read on libuv's pool while the caller
     // works on the entries already handed out, so parsing and codecs never wait on a read. It
     // lands `headroom` bytes into its buffer; at the refill only the partial entry at the end of
@@ -128,6 +169,7 @@ export async function* readSegmentEntries(
       }
       readAhead();
     };
+    // Called only once the entries before `pos` have been handed out.
     const fill = async (need: number): Promise<void> => {
       const keep = Math.max(0, bufStart + buf.length - pos);
       let got = 0;
@@ -163,6 +205,13 @@ export async function* readSegmentEntries(
       }
       take(next, 0, filled);
     };
+    // The entries checked since the last hand-out, as one chunk (they all lie in `buf`).
+    const pending = (): EntryChunk | undefined => {
+      if (chunkFrom === pos) return undefined;
+      const c = { bytes: buf, start: chunkFrom - bufStart, end: pos - bufStart, position: chunkFrom };
+      chunkFrom = pos;
+      return c;
+    };
 
     const truncated = (remaining: number, detail: string, offset?: bigint): boolean => {
       if (options.acceptTruncatedTail) {
@@ -176,50 +225,73 @@ export async function* readSegmentEntries(
       options.signal?.throwIfAborted();
       const remaining = fileSize - pos;
       if (remaining < HEADER_SIZE_UP_TO_MAGIC) {
+        const c = pending();
+        if (c) yield c;
         let offset: bigint | undefined;
         if (remaining >= 8) {
-          if (!buffered(8)) await fill(8);
+          if (!(pos >= bufStart && pos + 8 <= bufStart + buf.length)) await fill(8);
           offset = buf.readBigInt64BE(pos - bufStart);
         }
         truncated(remaining, `partial entry at the end of the file: ${remaining} bytes`, offset);
         return;
       }
-      if (!buffered(HEADER_SIZE_UP_TO_MAGIC)) await fill(HEADER_SIZE_UP_TO_MAGIC);
-      let o = pos - bufStart;
-      const offset = buf.readBigInt64BE(o);
-      const sizeField = buf.readInt32BE(o + 8);
-      const magic = buf.readInt8(o + 16);
-      const ctx = { file, position: pos, offset };
-      if (sizeField < MIN_SIZE_FIELD) {
-        throw new CorruptRecordError(
-          `entry size ${sizeField} is smaller than the minimum ${MIN_SIZE_FIELD}`,
-          ctx,
-        );
+      // Buffered checks inline: awaiting a no-op per entry costs more than parsing small ones.
+      if (!(pos >= bufStart && pos + HEADER_SIZE_UP_TO_MAGIC <= bufStart + buf.length)) {
+        const c = pending();
+        if (c) yield c;
+        await fill(HEADER_SIZE_UP_TO_MAGIC);
       }
-      if (magic < 0 || magic > 2) throw new UnsupportedFormatError(`unsupported magic ${magic}`, ctx);
-      if (magic === 2 && sizeField < MIN_V2_SIZE_FIELD) {
-        throw new CorruptRecordError(`record batch length ${sizeField} is smaller than the minimum 49`, ctx);
-      }
-      if (sizeField > maxEntryBytes - LOG_OVERHEAD) {
-        throw new CorruptRecordError(
+      const o = pos - bufStart;
+      const sizeField = (buf[o + 8] << 24) | (buf[o + 9] << 16) | (buf[o + 10] << 8) | buf[o + 11];
+      const magic = buf[o + 16];
+      let problem: Error | undefined;
+      if (sizeField < MIN_SIZE_FIELD || magic > 2 || (magic === 2 && sizeField < MIN_V2_SIZE_FIELD)) {
+        const ctx = { file, position: pos, offset: buf.readBigInt64BE(o) };
+        const signed = buf.readInt8(o + 16);
+        if (sizeField < MIN_SIZE_FIELD) {
+          problem = new CorruptRecordError(
+            `entry size ${sizeField} is smaller than the minimum ${MIN_SIZE_FIELD}`,
+            ctx,
+          );
+        } else if (signed < 0 || signed > 2) {
+          problem = new UnsupportedFormatError(`unsupported magic ${signed}`, ctx);
+        } else {
+          problem = new CorruptRecordError(
+            `record batch length ${sizeField} is smaller than the minimum 49`,
+            ctx,
+          );
+        }
+      } else if (sizeField > maxEntryBytes - LOG_OVERHEAD) {
+        problem = new CorruptRecordError(
           `entry size ${sizeField} exceeds the limit of ${maxEntryBytes} bytes (maxEntryBytes)`,
-          ctx,
+          { file, position: pos, offset: buf.readBigInt64BE(o) },
         );
+      }
+      if (problem) {
+        const c = pending();
+        if (c) yield c;
+        throw problem;
       }
       const size = sizeField + LOG_OVERHEAD;
       if (size > remaining) {
+        const c = pending();
+        if (c) yield c;
         truncated(
           remaining,
           `partial entry at the end of the file: declares ${size} bytes, ${remaining} present`,
-          offset,
+          buf.readBigInt64BE(o),
         );
         return;
       }
-      if (!buffered(size)) await fill(size);
-      o = pos - bufStart;
-      yield { position: pos, size, magic, bytes: buf.subarray(o, o + size) };
+      if (!(pos + size <= bufStart + buf.length)) {
+        const c = pending();
+        if (c) yield c;
+        await fill(size);
+      }
       pos += size;
     }
+    const c = pending();
+    if (c) yield c;
   } finally {
     await aheadRead?.catch(() => {});
     await fh.close();

@@ -24,6 +24,8 @@ export interface SegmentReport {
   codecOut: Record<string, number>;
   /** v2 batches kept as they were because recompression made them larger than maxBatchBytes. */
   oversizeKept: number;
+  /** v2 batches kept in their codec because recompression would have made them larger (onlyIfSmaller). */
+  keptSmaller: number;
   /** Upconverted batches above maxBatchBytes (a single record that alone is bigger). */
   oversizeUpconverted: number;
   /** v2 batches copied byte for byte (control, empty, already in the target codec). */
@@ -47,6 +49,10 @@ export interface RunSummary {
   recordsIn: number;
   recordsOut: number;
   oversizeKept: number;
+  keptSmaller: number;
+  /** Converted segments that came out larger than they went in, and the bytes they grew by. */
+  grew: number;
+  grewBytes: number;
   truncatedTailBytes: number;
   durationMs: number;
   /** bytesIn of converted segments over the wall-clock duration given to summarize. */
@@ -68,6 +74,7 @@ export function emptyReport(path: string): SegmentReport {
     codecMixIn: {},
     codecOut: {},
     oversizeKept: 0,
+    keptSmaller: 0,
     oversizeUpconverted: 0,
     batchesCopied: 0,
     truncatedTailBytes: 0,
@@ -92,6 +99,9 @@ export function summarize(reports: SegmentReport[], wallMs?: number): RunSummary
     recordsIn: 0,
     recordsOut: 0,
     oversizeKept: 0,
+    keptSmaller: 0,
+    grew: 0,
+    grewBytes: 0,
     truncatedTailBytes: 0,
     durationMs: 0,
     throughputMBps: 0,
@@ -107,11 +117,16 @@ export function summarize(reports: SegmentReport[], wallMs?: number): RunSummary
     s.recordsIn += r.recordsIn;
     s.recordsOut += r.recordsOut;
     s.oversizeKept += r.oversizeKept;
+    s.keptSmaller += r.keptSmaller ?? 0;
     s.truncatedTailBytes += r.truncatedTailBytes;
     s.durationMs += r.durationMs;
     if (r.result === 'converted') {
       convIn += r.bytesIn;
       convOut += r.bytesOut;
+      if (r.bytesOut > r.bytesIn) {
+        s.grew++;
+        s.grewBytes += r.bytesOut - r.bytesIn;
+      }
     }
   }
   const ms = wallMs ?? s.durationMs;
@@ -130,6 +145,10 @@ function human(bytes: number): string {
     i++;
   }
   return i === 0 ? `${v} B` : `${v.toFixed(1)} ${units[i]}`;
+}
+
+function growth(bytesIn: number, bytesOut: number): string {
+  return `+${(((bytesOut - bytesIn) / bytesIn) * 100).toFixed(1)}%`;
 }
 
 function mix(m: Record<string, number>): string {
@@ -156,7 +175,9 @@ export function formatReportTable(
     r.result === 'converted' ? r.throughputMBps.toFixed(1) : '-',
     [
       r.reason ?? '',
+      r.result === 'converted' && r.bytesOut > r.bytesIn ? `GREW ${growth(r.bytesIn, r.bytesOut)}` : '',
       r.oversizeKept > 0 ? `oversize kept ${r.oversizeKept}` : '',
+      (r.keptSmaller ?? 0) > 0 ? `kept smaller ${r.keptSmaller}` : '',
       r.truncatedTailBytes > 0 ? `dropped tail ${r.truncatedTailBytes} B` : '',
     ]
       .filter(Boolean)
@@ -179,7 +200,15 @@ export function formatReportTable(
       .map((c, i) => c.padEnd(widths[i]))
       .join('  ')
       .trimEnd();
-  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+  const lines = [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
+  if (summary.grew > 0) {
+    lines.push(
+      `warning: ${summary.grew} of ${summary.converted} converted segments grew, by ${human(summary.grewBytes)} in all: ` +
+        'the target codec and level compress these batches worse than their source did. `seglift audit` ' +
+        'estimates the size before converting; --only-if-smaller keeps such batches in their codec.',
+    );
+  }
+  return lines.join('\n');
 }
 
 /** JSON document for `--json`: every report and the summary. */

@@ -1,5 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import {
+  crc32cRange,
+  crc32Range,
   type LogicalRecord,
   logicalRecordsEqual,
   logicalRecordsOfBatch,
@@ -12,27 +14,30 @@ import { toSegmentError, VerifyMismatchError } from './errors.js';
 import { exists } from './fs-util.js';
 import { IndexChecker, type IndexProblem } from './index-check.js';
 import type { SegmentFiles } from './names.js';
-import type { RecompressedBatchProofs } from './proofs.js';
-import { readSegmentEntries } from './reader.js';
+import type { RecompressedBatchProofs, UpconvertedRun, UpconvertedRunProofs } from './proofs.js';
+import {
+  type EntryChunk,
+  entrySizeAt,
+  type ReadSegmentOptions,
+  readSegmentChunks,
+  readSegmentEntries,
+  type SegmentEntry,
+} from './reader.js';
 import { requireSegment } from './segment-file.js';
 
 /**
  * One shallow entry. `records` is decoded on first use: a source batch with a proof from convert
  * is never decoded, and neither is the rewritten batch it is checked against.
  */
-interface Unit {
+interface CheckedEntry {
   position: number;
   header?: RecordBatchHeader;
   bytes: Uint8Array;
   records(): LogicalRecord[];
 }
 
-interface UnitOptions {
+interface CheckedEntryOptions {
   maxDecompressedBytes?: number;
-  maxEntryBytes?: number;
-  acceptTruncatedTail?: boolean;
-  signal?: AbortSignal;
-  onEntry?: (info: EntryInfo) => void;
   /** Output side: every entry must be a v2 batch. */
   v2Only?: boolean;
   /** Source side: convert read it moments ago and checked every outer and inner CRC. */
@@ -42,45 +47,97 @@ interface UnitOptions {
    * their header fields are used here, so their CRC is not computed a second time.
    */
   proven?: (position: number) => boolean;
+  onEntry?: (info: EntryInfo) => void;
 }
 
-async function* units(file: string, opts: UnitOptions): AsyncGenerator<Unit, void, undefined> {
+/** The entry checked: its CRC checked (unless proven), its records decoded when first asked. */
+function checkedEntryOf(entry: SegmentEntry, file: string, opts: CheckedEntryOptions): CheckedEntry {
   const decode = { maxDecompressedBytes: opts.maxDecompressedBytes };
-  // A unit's bytes are used before the next one is read from the same file (see verifyRewrite).
-  for await (const entry of readSegmentEntries(file, { ...opts, reuseBuffers: true })) {
-    const info = inspectEntry(entry, file, !opts.proven?.(entry.position));
-    opts.onEntry?.(info);
-    if (opts.v2Only && entry.magic !== 2) {
-      throw new VerifyMismatchError('magic', `rewritten entry has magic ${entry.magic}`, {
-        file,
-        position: entry.position,
-        offset: info.offset,
-      });
-    }
-    let records: LogicalRecord[] | undefined;
-    yield {
+  const info = inspectEntry(entry, file, !opts.proven?.(entry.position));
+  opts.onEntry?.(info);
+  if (opts.v2Only && entry.magic !== 2) {
+    throw new VerifyMismatchError('magic', `rewritten entry has magic ${entry.magic}`, {
+      file,
       position: entry.position,
-      header: info.header,
-      bytes: entry.bytes,
-      records: () => {
-        if (records === undefined) {
-          try {
-            records =
-              entry.magic === 2
-                ? [...logicalRecordsOfBatch(entry.bytes, decode)]
-                : // The outer CRC was checked just above (inspectEntry); inner ones when convert read it.
-                  logicalRecordsOfLegacyEntry(entry.bytes, {
-                    ...decode,
-                    checkCrc: false,
-                    checkInnerCrc: !opts.sourceCrcsChecked,
-                  });
-          } catch (err) {
-            throw withEntryContext(err, file, entry);
-          }
+      offset: info.offset,
+    });
+  }
+  let records: LogicalRecord[] | undefined;
+  return {
+    position: entry.position,
+    header: info.header,
+    bytes: entry.bytes,
+    records: () => {
+      if (records === undefined) {
+        try {
+          records =
+            entry.magic === 2
+              ? [...logicalRecordsOfBatch(entry.bytes, decode)]
+              : // The outer CRC was checked just above (inspectEntry); inner ones when convert read it.
+                logicalRecordsOfLegacyEntry(entry.bytes, {
+                  ...decode,
+                  checkCrc: false,
+                  checkInnerCrc: !opts.sourceCrcsChecked,
+                });
+        } catch (err) {
+          throw withEntryContext(err, file, entry);
         }
-        return records;
-      },
+      }
+      return records;
+    },
+  };
+}
+
+/**
+ * Walks a file's entries a chunk at a time (readSegmentChunks): entries of a proven run are
+ * checked without an await or an object each. The current entry's bytes stay valid until the
+ * cursor is moved past the chunk's last entry and `ready` is called again.
+ */
+class EntryCursor {
+  private readonly it: AsyncGenerator<EntryChunk, void, undefined>;
+  bytes: Buffer = Buffer.alloc(0);
+  p = 0;
+  end = 0;
+  /** File position of bytes[0]. */
+  private origin = 0;
+
+  constructor(file: string, opts: ReadSegmentOptions) {
+    this.it = readSegmentChunks(file, { ...opts, reuseBuffers: true });
+  }
+
+  /** Whether an entry is at the cursor (false at the end of the file). */
+  async ready(): Promise<boolean> {
+    while (this.p >= this.end) {
+      const r = await this.it.next();
+      if (r.done) return false;
+      const c = r.value;
+      this.bytes = c.bytes;
+      this.p = c.start;
+      this.end = c.end;
+      this.origin = c.position - c.start;
+    }
+    return true;
+  }
+
+  get position(): number {
+    return this.origin + this.p;
+  }
+
+  /** Takes the entry at the cursor (call `ready` first). */
+  take(): SegmentEntry {
+    const p = this.p;
+    const size = entrySizeAt(this.bytes, p);
+    this.p += size;
+    return {
+      position: this.origin + p,
+      size,
+      magic: this.bytes[p + 16],
+      bytes: this.bytes.subarray(p, p + size),
     };
+  }
+
+  async close(): Promise<void> {
+    await this.it.return(undefined);
   }
 }
 
@@ -117,6 +174,8 @@ export interface VerifyRewriteOptions {
   signal?: AbortSignal;
   /** What convert proved in memory about the batches it recompressed (see proofs.ts). */
   proofs?: RecompressedBatchProofs;
+  /** What convert proved in memory about the runs of legacy entries it upconverted (see proofs.ts). */
+  runs?: UpconvertedRunProofs;
   /**
    * Convert read the source in this run and checked every CRC in it (outer and, for legacy
    * wrappers, inner): decoding the source again here skips recomputing the inner ones.
@@ -125,13 +184,19 @@ export interface VerifyRewriteOptions {
 }
 
 /**
- * Verify-before-swap: re-reads the written files from disk. Every CRC of both sides is checked;
+ * Verify-before-swap: re-reads the written files from disk. Every CRC of the new log is checked;
  * the logical record streams are compared in lockstep (offset, timestamp and its type, key, value,
  * headers, producer fields, sequence, flags); every v2 source batch must map to exactly one
  * output batch with the same header fields; the index files must equal what the recovery rule
- * gives for the new log and pass the kafka-dump-log consistency checks. A batch convert
- * recompressed with its round trip proof (`proofs`) is compared by header fields and stored CRC
- * instead of record by record: its records were compared byte for byte in memory.
+ * gives for the new log and pass the kafka-dump-log consistency checks.
+ *
+ * What convert proved in memory is checked by identity instead of record by record:
+ * - a batch recompressed with its round trip proof (`proofs`): header fields compared with the
+ *   source's, and its stored CRC and size must be the proven ones;
+ * - a run of legacy entries upconverted with proofs (`runs`): the run's source bytes and its
+ *   output bytes, both re-read here, must have the CRC-32s convert recorded, at the same
+ *   positions (the records in them were compared in memory by the Upconverter).
+ * Every other source entry has its CRC checked and is decoded and compared record by record.
  */
 export async function verifyRewrite(
   source: string,
@@ -143,37 +208,117 @@ export async function verifyRewrite(
   const checker = new IndexChecker(out.index, indexBytes, out.timeindex, timeIndexBytes, opts.baseOffset);
   const builder = new SegmentIndexBuilder(opts.baseOffset, { indexIntervalBytes: opts.indexIntervalBytes });
   const common = {
-    maxDecompressedBytes: opts.maxDecompressedBytes,
     maxEntryBytes: opts.maxEntryBytes,
     signal: opts.signal,
   };
   const proofs = opts.proofs;
-  const srcIt = units(source, {
-    ...common,
-    acceptTruncatedTail: opts.acceptTruncatedTail,
+  const runs = opts.runs;
+  const srcOpts: CheckedEntryOptions = {
+    maxDecompressedBytes: opts.maxDecompressedBytes,
     sourceCrcsChecked: opts.sourceCrcsChecked,
     proven: proofs && ((position) => proofs.has(position)),
-  });
-  const outIt = units(out.log, {
-    ...common,
+  };
+  const outOpts: CheckedEntryOptions = {
+    maxDecompressedBytes: opts.maxDecompressedBytes,
     v2Only: true,
     onEntry: (info) => {
       builder.append(info.position, info.size, info.lastOffset, info.maxTimestamp);
       checker.batch(info.position, info.lastOffset, info.maxTimestamp);
     },
-  });
+  };
+  const src = new EntryCursor(source, { ...common, acceptTruncatedTail: opts.acceptTruncatedTail });
+  const dst = new EntryCursor(out.log, common);
   const mismatch = (field: string, detail: string, position?: number, offset?: bigint) =>
     new VerifyMismatchError(field, detail, { file: out.log, position, offset });
 
-  let o: Unit | null = null;
+  let o: CheckedEntry | null = null;
   let oRecords: LogicalRecord[] = [];
   let j = 0;
-  const nextOut = async (): Promise<Unit | null> => {
-    const r = await outIt.next();
-    return r.done ? null : r.value;
+  const nextOut = async (): Promise<CheckedEntry | null> => {
+    if (!(await dst.ready())) return null;
+    return checkedEntryOf(dst.take(), out.log, outOpts);
   };
+
+  /** A proven run of legacy entries starting at the source cursor (see UpconvertedRunProofs). */
+  const checkRun = async (run: UpconvertedRun): Promise<void> => {
+    // The run's bytes are checksummed a chunk at a time, not walked entry by entry: with the
+    // CRC-32 equal they are the entries convert read (all legacy, ending where the run ends), and
+    // the reader has checked their framing.
+    let crc = 0;
+    while (src.position < run.sourceEnd) {
+      if (!(await src.ready())) break;
+      const from = src.p;
+      src.p = Math.min(src.end, src.p + (run.sourceEnd - src.position));
+      crc = crc32Range(src.bytes, from, src.p, crc);
+    }
+    if (src.position !== run.sourceEnd || crc !== run.sourceCrc) {
+      throw new VerifyMismatchError(
+        'source',
+        `legacy entries [${run.sourceStart}, ${run.sourceEnd}) are not the bytes converted (read back to ${src.position})`,
+        { file: source, position: run.sourceStart },
+      );
+    }
+    let outCrc = 0;
+    let batches = 0;
+    if (!(await dst.ready()) || dst.position !== run.outputStart) {
+      throw mismatch(
+        'batch',
+        `batches of the legacy entries at ${run.sourceStart} are missing`,
+        run.outputStart,
+      );
+    }
+    while (dst.position < run.outputEnd) {
+      if (!(await dst.ready())) break;
+      const from = dst.p;
+      const b = dst.bytes;
+      while (dst.p < dst.end && dst.position < run.outputEnd) {
+        const p = dst.p;
+        const size = entrySizeAt(b, p);
+        const position = dst.position;
+        if (b[p + 16] !== 2 || crc32cRange(b, p + 21, p + size) !== b.readUInt32BE(p + 17)) {
+          // Not a v2 batch, or a wrong CRC: the usual checks say which, with the usual error.
+          checkedEntryOf(dst.take(), out.log, outOpts);
+          throw mismatch('batch', 'rewritten batch failed its checks', position);
+        }
+        const lastOffset = b.readBigInt64BE(p) + BigInt(b.readInt32BE(p + 23));
+        const maxTimestamp = b.readBigInt64BE(p + 35);
+        builder.append(position, size, lastOffset, maxTimestamp);
+        checker.batch(position, lastOffset, maxTimestamp);
+        batches++;
+        dst.p += size;
+      }
+      outCrc = crc32Range(b, from, dst.p, outCrc);
+    }
+    if (dst.position !== run.outputEnd || outCrc !== run.outputCrc || batches !== run.batches) {
+      throw mismatch(
+        'batch',
+        `batches [${run.outputStart}, ${run.outputEnd}) are not the ones written and proven for the legacy entries at ${run.sourceStart}`,
+        run.outputStart,
+      );
+    }
+  };
+
   try {
-    for await (const s of srcIt) {
+    while (await src.ready()) {
+      if (src.bytes[src.p + 16] < 2 && runs) {
+        const run = runs.take(src.position);
+        if (run) {
+          if (o && j < oRecords.length) {
+            throw mismatch(
+              'batch boundary',
+              'rewritten batch continues past a source batch boundary',
+              o.position,
+              oRecords[j].offset,
+            );
+          }
+          o = null;
+          oRecords = [];
+          j = 0;
+          await checkRun(run);
+          continue;
+        }
+      }
+      const s = checkedEntryOf(src.take(), source, srcOpts);
       if (s.header) {
         if (o && j < oRecords.length) {
           throw mismatch(
@@ -245,7 +390,8 @@ export async function verifyRewrite(
     const extra = await nextOut();
     if (extra) throw mismatch('batch', 'extra batch', extra.position, extra.header?.baseOffset);
   } finally {
-    await outIt.return(undefined);
+    await src.close();
+    await dst.close();
   }
 
   const expected = builder.finish();

@@ -227,7 +227,8 @@ describe('seglift audit', () => {
 
   it('says how much free space a migrate needs (the formula in the operator guide) and the backups', async () => {
     const dir = tmpDir();
-    // u-0: three closed segments of 10, 20, 30 v0 messages (32 B each, 74 B each after) + an active one.
+    // u-0: three closed segments of 10, 20, 30 v0 messages (32 B each, 74 B each after as one batch
+    // each, --grouping kafka: the growth the formula must cover) + an active one.
     for (const [base, n] of [
       [0, 10],
       [10, 20],
@@ -242,6 +243,8 @@ describe('seglift audit', () => {
       dir,
       '--codec',
       'none',
+      '--grouping',
+      'kafka',
       '--concurrency',
       '2',
       '--backup-dir',
@@ -272,6 +275,8 @@ describe('seglift audit', () => {
       dir,
       '--codec',
       'none',
+      '--grouping',
+      'kafka',
       '--concurrency',
       '2',
       '--backup-dir',

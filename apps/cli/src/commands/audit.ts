@@ -43,7 +43,8 @@ Options:
                      defaults < config file < SEGLIFT_* environment < these flags, as for migrate
   --codec C          target codec: ${CODECS.join('|')}, any case (default zstd)
   --level N          target compression level, negative ones too (codec default otherwise)
-  --grouping G       kafka|coalesce, how legacy entries become v2 batches (default kafka)
+  --grouping G       coalesce|kafka, how legacy entries become v2 batches (default coalesce)
+  --only-if-smaller  estimate with batches kept in their codec where recompression grows them
   --sample-bytes N   bytes per partition converted exactly for the estimate (default 16m;
                      k/m/g suffixes allowed)
   --include-active   count the active (last) segment as something migrate would change
@@ -69,6 +70,7 @@ export interface AuditOptions {
   grouping?: Grouping;
   coalesceBytes?: number;
   maxBatchBytes?: number;
+  onlyIfSmaller?: boolean;
   maxDecompressedBatchBytes?: number;
   indexIntervalBytes?: number;
   sampleBytes?: number;
@@ -148,6 +150,7 @@ export const auditCommand: Command = {
       codec: { type: 'string' },
       level: { type: 'string' },
       grouping: { type: 'string' },
+      'only-if-smaller': { type: 'boolean' },
       'sample-bytes': { type: 'string' },
       'include-active': { type: 'boolean' },
       concurrency: { type: 'string' },
@@ -269,7 +272,7 @@ async function auditPartition(
     let segSampleIn = 0;
     let segSampleOut = 0;
     const upconverter = new Upconverter({
-      grouping: options.grouping ?? 'kafka',
+      grouping: options.grouping ?? 'coalesce',
       codec: target,
       level: options.level,
       coalesceBytes: options.coalesceBytes,
@@ -297,7 +300,9 @@ async function auditPartition(
           upconvertedIn += e.size;
           for (const b of upconverter.push(e.bytes)) segSampleOut += b.length;
         } else {
-          segSampleOut += recompressRecordBatch(e.bytes, target, { level: options.level }).length;
+          const n = recompressRecordBatch(e.bytes, target, { level: options.level }).length;
+          // As convert: with onlyIfSmaller a batch recompression would grow is kept.
+          segSampleOut += options.onlyIfSmaller && n > e.size ? e.size : n;
         }
       }
       if (upconvertedIn > 0) for (const b of upconverter.flush()) segSampleOut += b.length;

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CompressionType } from '@seglift/format';
 import { built, needs } from '@seglift/testkit';
@@ -147,12 +147,23 @@ describe('seglift migrate, interrupted', () => {
       `${signal} stops handing out segments: the rest are not started, exit ${signal === 'SIGINT' ? 130 : 143}, no temp files, a rerun resumes`,
       async () => {
         const dir = bigDir();
-        const child = spawn(cli, ['migrate', dir, '--codec', 'zstd', '--concurrency', '1', '--json']);
+        // The second conversion is held (fsops' test hook) until the signal has been taken in,
+        // so the run is stopped mid-way whatever the speed of this machine.
+        const holdFile = path.join(tmpDir(), 'hold');
+        writeFileSync(holdFile, '');
+        const child = spawn(cli, ['migrate', dir, '--codec', 'zstd', '--concurrency', '1', '--json'], {
+          env: {
+            ...process.env,
+            SEGLIFT_TEST_HOLD_AFTER: 'create:.log.seglift-tmp@2',
+            SEGLIFT_TEST_HOLD_WHILE: holdFile,
+          },
+        });
         let out = '';
         let err = '';
         let sent = false;
         child.stderr.on('data', (b: Buffer) => {
           err += b.toString();
+          if (err.includes('letting the segments in flight')) rmSync(holdFile, { force: true });
         });
         child.stdout.on('data', (b: Buffer) => {
           out += b.toString();

@@ -99,8 +99,8 @@ export function compress(codecId: number, data: Uint8Array, opts: CompressOption
 }
 
 /**
- * Package-internal (not in the package's API): compress, but the result may live in a buffer the
- * codec reuses, valid until its next call. For callers that copy it at once (the batch encoder).
+ * compress, but the result may live in a buffer the codec reuses, valid until its next call. For
+ * callers that copy it at once (the batch encoders).
  */
 export function compressTransient(codecId: number, data: Uint8Array, opts: CompressOptions = {}): Uint8Array {
   return compressImpl(codecId, data, opts, true);
@@ -141,7 +141,7 @@ export function decompress(codecId: number, data: Uint8Array, opts: DecompressOp
   return decompressImpl(codecId, data, opts, false);
 }
 
-/** Package-internal: decompress into a buffer that may be reused by the next call (round-trip checks). */
+/** decompress into a buffer that may be reused by the next call (round-trip checks). */
 export function decompressTransient(codecId: number, data: Uint8Array, opts: DecompressOptions): Uint8Array {
   return decompressImpl(codecId, data, opts, true);
 }

@@ -2,7 +2,7 @@
  * Crash simulation for tests: run some conversions and "kill the process" right after its Nth
  * filesystem change (fsops.ts), then look at the directory as a broker or a rerun would.
  */
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { crashFsOps, type FsOp, observeFsOps, SimulatedCrash } from '../fsops.js';
 
@@ -63,13 +63,17 @@ export function stepOf(op: FsOp): string {
  * pid that cannot be running, as a lock of a dead process on this host.
  */
 export async function killLocks(dir: string): Promise<void> {
+  const dead = 2 ** 22 + 4321;
   for (const n of await readdir(dir)) {
     if (!n.includes('.lock')) continue;
     const p = path.join(dir, n);
+    // A pending lock left half written names its writer: that writer is the dead one.
+    const renamed = n.replace(`.${process.pid}.`, `.${dead}.`);
+    if (renamed !== n) await rename(p, path.join(dir, renamed));
     try {
-      const info = JSON.parse(await readFile(p, 'utf8'));
-      info.pid = 2 ** 22 + 4321;
-      await writeFile(p, JSON.stringify(info));
+      const info = JSON.parse(await readFile(path.join(dir, renamed), 'utf8'));
+      info.pid = dead;
+      await writeFile(path.join(dir, renamed), JSON.stringify(info));
     } catch {}
   }
 }
