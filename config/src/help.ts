@@ -3,6 +3,7 @@
  * (ENV_VARS, the one mapping) and what it is for, so that the help never names a variable that
  * does not exist.
  */
+import type { FlagOptions } from './flags.js';
 import { CONFIG_FILE_ENV, ENV_VARS } from './load.js';
 import type { MetricsProgram } from './schema.js';
 
@@ -46,4 +47,18 @@ export function metricsPortInUse(program: MetricsProgram, host: string, port: nu
     'on this host?); give this one another: --metrics-port N, metrics.port in the config file or ' +
     'SEGLIFT_METRICS_PORT (0: any free port, logged at start)'
   );
+}
+
+/**
+ * The flags of `options` that `help` never mentions (`--name`, and `-x` for a short one): a
+ * program's --help must list every flag it accepts.
+ */
+export function undocumentedFlags(options: FlagOptions, help: string): string[] {
+  const missing: string[] = [];
+  for (const [name, spec] of Object.entries(options)) {
+    if (!new RegExp(`(^|[\\s,[])--${name}(?![\\w-])`, 'm').test(help)) missing.push(`--${name}`);
+    if (spec.short !== undefined && !new RegExp(`(^|[\\s,[])-${spec.short}(?![\\w-])`, 'm').test(help))
+      missing.push(`-${spec.short}`);
+  }
+  return missing;
 }

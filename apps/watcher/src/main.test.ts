@@ -1,4 +1,5 @@
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,6 +38,29 @@ needs(dist).describe('seglift-watcher exit codes without Redis', () => {
     const help = run(['--help'], env);
     expect(await help.exited).toBe(0);
     expect(help.output()).toContain('--once [--wait]');
+  });
+
+  it('2 when the metrics port is in use, naming the setting to change; --metrics-port is checked', async () => {
+    const busy = createServer();
+    await new Promise<void>((r) => busy.listen(0, '0.0.0.0', r));
+    const port = (busy.address() as AddressInfo).port;
+    try {
+      const p = run([...['--once', '--wait'], '--metrics-port', String(port)], {
+        SEGLIFT_ROOTS: '/tmp',
+        SEGLIFT_REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+      });
+      expect(await p.exited).toBe(2);
+      expect(p.output()).toContain(`the metrics port 0.0.0.0:${port} is in use`);
+      expect(p.output()).toContain(
+        '--metrics-port N, metrics.port in the config file or SEGLIFT_METRICS_PORT',
+      );
+      expect(p.output()).not.toContain('EADDRINUSE');
+      const bad = run([...['--once', '--wait'], '--metrics-port', 'x'], { SEGLIFT_ROOTS: '/tmp' });
+      expect(await bad.exited).toBe(2);
+      expect(bad.output()).toContain('metrics.port');
+    } finally {
+      busy.close();
+    }
   });
 
   it('3 when Redis does not answer within --redis-timeout-ms', async () => {
