@@ -4,14 +4,17 @@
 # its production dependencies (pnpm deploy), and a package.json whose bins are the three launchers.
 # On the host (same OS, CPU architecture and libc: the codecs are native modules; Node >= 20.19):
 #   tar -xzf seglift-<version>-<os>-<arch>.tgz -C /opt && npm install -g /opt/seglift
-# docs/operator-guide.md ("Installing") has the other ways (the image, a checkout).
+# docs/operator-guide.md ("Installing") has the other ways (the image, a checkout). Packs what
+# `pnpm build` built (`pnpm pack:hosts` builds first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-$PWD/out}
 version=$(node -p "require('./apps/cli/package.json').version")
 target=$(node -p "process.platform + '-' + process.arch")
 
-pnpm build >/dev/null
+for launcher in apps/cli/dist/seglift apps/worker/dist/seglift-worker apps/watcher/dist/seglift-watcher; do
+  [ -x "$launcher" ] || { echo "pack: $launcher is missing: run pnpm build first" >&2; exit 1; }
+done
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 root=$stage/seglift

@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from '
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PIPELINE_NODE } from '@seglift/segment';
-import { built, freePort, needs } from '@seglift/testkit';
+import { built, freePort, needs, program } from '@seglift/testkit';
 import { beforeAll, expect, it } from 'vitest';
 import { launcherScript } from '../../../scripts/stamp-bin.mjs';
 import { tmpDir, v2Batch, writeSegment } from './test-support/segments.js';
@@ -114,3 +114,52 @@ needs(built(...launchers)).describe('the commands on PATH', () => {
     }
   });
 });
+
+needs(built(...launchers), program('npm', ['--version'], 'a packed install is installed with npm')).it(
+  'install on a host without the repository: scripts/pack.sh, tar -x, npm install -g DIR (no registry)',
+  () => {
+    const work = tmpDir('seglift-pack-');
+    const tgz = execFileSync('bash', [path.join(repo, 'scripts/pack.sh'), path.join(work, 'out')], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+      .trim()
+      .split('\n')
+      .at(-1)!;
+    expect(tgz).toMatch(/seglift-\d+\.\d+\.\d+-\w+-\w+\.tgz$/);
+    const opt = path.join(work, 'opt');
+    mkdirSync(opt);
+    execFileSync('tar', ['-xzf', tgz, '-C', opt]);
+    const prefix = path.join(work, 'prefix');
+    execFileSync(
+      'npm',
+      [
+        'install',
+        '-g',
+        '--offline',
+        '--no-audit',
+        '--no-fund',
+        '--prefix',
+        prefix,
+        path.join(opt, 'seglift'),
+      ],
+      {
+        stdio: 'pipe',
+      },
+    );
+    const env = { ...process.env, PATH: `${path.join(prefix, 'bin')}${path.delimiter}${process.env.PATH}` };
+    const version = JSON.parse(readFileSync(path.join(repo, 'apps/cli/package.json'), 'utf8')).version;
+    const partition = path.join(work, 'data', 'orders-0');
+    writeSegment(partition, 0n, [v2Batch(0n, 3)]);
+    writeSegment(partition, 3n, [v2Batch(3n, 2)]);
+    const run = (cmd: string, args: string[]) => spawnSync(cmd, args, { cwd: work, env, encoding: 'utf8' });
+    expect(run('seglift', ['--version']).stdout).toBe(`${version}\n`);
+    // migrate runs its conversion threads from the installed copy.
+    const migrate = run('seglift', ['migrate', 'data', '--quiet']);
+    expect(migrate.status, migrate.stderr).toBe(0);
+    expect(migrate.stdout).toMatch(/converted 1 segment, skipped 1/);
+    for (const p of ['seglift-worker', 'seglift-watcher'])
+      expect(run(p, ['--help']).stdout).toMatch(`Usage: ${p} `);
+  },
+  180_000,
+);
