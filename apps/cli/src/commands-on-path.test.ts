@@ -4,11 +4,11 @@
  * run from wherever the operator stands.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PIPELINE_NODE } from '@seglift/segment';
-import { built, freePort, needs, program } from '@seglift/testkit';
+import { built, freePort, needs, npm, tmux } from '@seglift/testkit';
 import { beforeAll, expect, it } from 'vitest';
 import { launcherScript } from '../../../scripts/stamp-bin.mjs';
 import { tmpDir, v2Batch, writeSegment } from './test-support/segments.js';
@@ -115,7 +115,7 @@ needs(built(...launchers)).describe('the commands on PATH', () => {
   });
 });
 
-needs(built(...launchers), program('npm', ['--version'], 'a packed install is installed with npm')).it(
+needs(built(...launchers), npm).it(
   'install on a host without the repository: scripts/pack.sh, tar -x, npm install -g DIR (no registry)',
   () => {
     const work = tmpDir('seglift-pack-');
@@ -162,4 +162,51 @@ needs(built(...launchers), program('npm', ['--version'], 'a packed install is in
       expect(run(p, ['--help']).stdout).toMatch(`Usage: ${p} `);
   },
   180_000,
+);
+
+needs(built(...launchers), tmux).it(
+  'draws its progress bar in a real terminal (tmux) and clears it before the report; none into a pipe',
+  async () => {
+    const root = tmpDir();
+    for (let p = 0; p < 40; p++) {
+      const dir = path.join(root, `clicks-${p}`);
+      writeSegment(dir, 0n, [v2Batch(0n, 3)]);
+      writeSegment(dir, 3n, [v2Batch(3n, 1)]);
+    }
+    const socket = `seglift-test-${process.pid}`;
+    const raw = path.join(root, 'terminal.raw');
+    const tmux = (...args: string[]) => execFileSync('tmux', ['-L', socket, ...args], { encoding: 'utf8' });
+    const done = path.join(root, 'done');
+    tmux('new-session', '-d', '-s', 'bar', '-x', '150', '-y', '30', 'bash', '--norc', '--noprofile');
+    try {
+      tmux('pipe-pane', '-t', 'bar', '-o', `cat > ${raw}`);
+      tmux('send-keys', '-t', 'bar', `${launchers[0]} audit ${root}; echo $? > ${done}`, 'Enter');
+      const end = Date.now() + 60_000;
+      while (!existsSync(done) && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
+      expect(readFileSync(done, 'utf8').trim()).toBe('0');
+      // The pane shows what the terminal shows, once tmux has drawn the last output.
+      let screen = '';
+      while (!/Kafka 4 readiness/.test(screen) && Date.now() < end) {
+        screen = tmux('capture-pane', '-p', '-t', 'bar');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      // Each frame: clear the line (CR, ESC [2K), then the bar up to the next control character.
+      const frames = readFileSync(raw, 'latin1')
+        .split('\r\u001b[2K')
+        .slice(1)
+        .map((f) => f.split(/[\r\n]/)[0].split('\u001b')[0])
+        .filter((f) => f !== '');
+      expect(frames[0]).toMatch(/^\[-{24}\] +0% 0 B\/\d+\.\d KiB 0\/80 segments$/);
+      for (const f of frames) expect(f).not.toMatch(/\d\.\d{2,}|1 segments|\/s.*\/s/);
+      // Cleared before the report: the screen holds the report, no bar.
+      expect(screen).toMatch(/^Kafka 4 readiness: ready/m);
+      expect(screen).not.toMatch(/\[[#-]{24}\]/);
+    } finally {
+      spawnSync('tmux', ['-L', socket, 'kill-server']);
+    }
+    // Into a pipe (a log file, `| tee`): no bar at all.
+    const piped = spawnSync(launchers[0], ['audit', root], { encoding: 'utf8' });
+    expect(piped.stderr).toBe('');
+  },
+  90_000,
 );
