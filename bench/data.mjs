@@ -7,20 +7,13 @@ import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
 
 const fmt = await import(new URL('../packages/format/dist/index.js', import.meta.url).href);
 const legacy = await import(new URL('../packages/legacy/dist/index.js', import.meta.url).href);
+/** mulberry32, the seeded PRNG of the tests (@seglift/testkit). */
+export const { prng: mulberry32 } = await import(
+  new URL('../packages/testkit/dist/index.js', import.meta.url).href
+);
 const { CompressionType, encodeRecordBatch } = fmt;
 
 export const MiB = 1024 * 1024;
-
-export function mulberry32(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const WORDS = (
   'order user price created status shipped pending sku qty eur customer address street city ' +

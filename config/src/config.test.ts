@@ -157,7 +157,7 @@ describe('loadConfig', () => {
     expect(byPath['log.pretty']).toMatchObject({ value: 'maybe' });
     expect(byPath.maxBatchBytes).toMatchObject({ value: 0, source: 'flag' });
     // The password never reaches the message.
-    expect(byPath['redis.url'].value).toBe('http://u:***@host');
+    expect(byPath['redis.url'].value).toBe('http://u:[REDACTED]@host');
     expect(err.message).not.toContain('secret');
     expect(err.code).toBe('INVALID_ARGUMENT');
     expect(err.message.split('\n')[0]).toBe('invalid configuration:');
@@ -198,15 +198,15 @@ describe('loadConfig', () => {
 describe('redaction', () => {
   it('hides the redis password in redactConfig and formatConfig', () => {
     const c = loadConfig({ env: { SEGLIFT_REDIS_URL: 'rediss://admin:s3cr%40t@redis.example:6380/2' } });
-    expect(redactConfig(c).redis.url).toBe('rediss://admin:***@redis.example:6380/2');
+    expect(redactConfig(c).redis.url).toBe('rediss://admin:[REDACTED]@redis.example:6380/2');
     expect(c.redis.url).toBe('rediss://admin:s3cr%40t@redis.example:6380/2');
     const yaml = formatConfig(c);
-    expect(yaml).toContain('url: rediss://admin:***@redis.example:6380/2');
+    expect(yaml).toContain('url: rediss://admin:[REDACTED]@redis.example:6380/2');
     expect(yaml).not.toContain('s3cr');
     const json = JSON.parse(formatConfig(c, { format: 'json' }));
-    expect(json.redis.url).toBe('rediss://admin:***@redis.example:6380/2');
+    expect(json.redis.url).toBe('rediss://admin:[REDACTED]@redis.example:6380/2');
     expect(redactConfig({ a: { password: 'x', token: 'y', n: 1 } })).toEqual({
-      a: { password: '***', token: '***', n: 1 },
+      a: { password: '[REDACTED]', token: '[REDACTED]', n: 1 },
     });
   });
 

@@ -184,7 +184,7 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     expect(a.stderr).toContain('  - level = "high" (from env SEGLIFT_LEVEL): ');
   });
 
-  it('--index-interval-bytes sets where the rebuilt .index has entries (LogSegment.recover, ref §6.4)', async () => {
+  it('--index-interval-bytes sets where the rebuilt .index has entries (LogSegment.recover, docs/kafka-format.md §6.4)', async () => {
     const dir = tmpDir();
     const src = legacySegment(dir, 60);
     for (const [interval, flagValue] of [

@@ -25,13 +25,10 @@ import { type Config, loadConfig } from '@seglift/config';
 import { createRedis, partitionLeaseKey, SEGMENT_JOB_NAME, segmentJobId } from '@seglift/queue';
 import { verifySegment } from '@seglift/segment';
 import { built, needs, redisServer, spawnProgram, startRedis, type TestRedis } from '@seglift/testkit';
+import { independentRecords, shallowEntries } from '@seglift/testkit/independent';
 import { type Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import {
-  independentRecords,
-  shallowEntries,
-} from '../../../packages/segment/src/test-support/independent.js';
 import { encodeSegment, type Kind } from './test-support/segments.js';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');

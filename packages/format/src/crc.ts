@@ -79,14 +79,14 @@ function small(t: Int32Array, buf: Uint8Array, start: number, end: number, initi
   return ~c >>> 0;
 }
 
-/** CRC-32 (IEEE, zlib), the legacy message checksum (ref §1.2). Unsigned. */
+/** CRC-32 (IEEE, zlib), the legacy message checksum (docs/kafka-format.md §1.2). Unsigned. */
 export function crc32(data: Uint8Array, initial = 0): number {
   if (data.length < SMALL) return small(CRC32_TABLES, data, 0, data.length, initial);
   // @node-rs/crc32 takes any Uint8Array: no Buffer is made per call.
   return nodeRsCrc32(data, initial) >>> 0;
 }
 
-/** CRC-32C (Castagnoli), the v2 record batch checksum (ref §5.2). Unsigned. */
+/** CRC-32C (Castagnoli), the v2 record batch checksum (docs/kafka-format.md §5.2). Unsigned. */
 export function crc32c(data: Uint8Array, initial = 0): number {
   if (data.length < SMALL) return small(CRC32C_TABLES, data, 0, data.length, initial);
   return nodeRsCrc32c(data, initial) >>> 0;

@@ -19,7 +19,7 @@ import { parseRecordAt, RecordFields, readRecord, sizeOfRecordBody, writeRecordA
 import type { Record, TimestampType } from './types.js';
 
 /**
- * v2 record batches (ref §5, Kafka's DefaultRecordBatch). Batch functions take the bytes of one
+ * v2 record batches (docs/kafka-format.md §5, Kafka's DefaultRecordBatch). Batch functions take the bytes of one
  * whole batch starting at its baseOffset field; bytes beyond `LOG_OVERHEAD + batchLength` are
  * ignored. Positions in errors are relative to the start of the batch.
  */
@@ -165,7 +165,7 @@ function sliceBatch(batch: Uint8Array): { header: RecordBatchHeader; bytes: Uint
   return { header, bytes: size === batch.length ? batch : batch.subarray(0, size) };
 }
 
-/** CRC-32C over attributes..end (ref §5.2). */
+/** CRC-32C over attributes..end (docs/kafka-format.md §5.2). */
 export function computeRecordBatchCrc(batch: Uint8Array): number {
   const { bytes } = sliceBatch(batch);
   return crc32c(bytes.subarray(ATTRIBUTES_OFFSET));
@@ -468,7 +468,7 @@ export interface RecompressOptions extends EncodeOptions, DecodeOptions {
  * Recompresses a batch's record bytes with `codecId` without re-encoding the records: every header
  * field but the codec bits, length and CRC is kept. The stored CRC is checked first (unless the
  * caller says it just did) so a corrupt batch is never given a fresh, valid CRC. Empty batches (count 0) and control batches come back
- * unchanged (ref §5.4: Kafka never compresses either).
+ * unchanged (docs/kafka-format.md §5.4: Kafka never compresses either).
  */
 export function recompressRecordBatch(
   batch: Uint8Array,

@@ -3,7 +3,7 @@ import { CorruptRecordError, InvalidArgumentError } from './errors.js';
 import type { Record, RecordHeader } from './types.js';
 
 /**
- * One v2 record (ref §5.3, Kafka's DefaultRecord):
+ * One v2 record (docs/kafka-format.md §5.3, Kafka's DefaultRecord):
  * `length varint | attributes int8 | timestampDelta varlong | offsetDelta varint |
  *  key varint-bytes | value varint-bytes | headerCount varint | headers`.
  */

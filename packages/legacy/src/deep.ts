@@ -1,7 +1,7 @@
 /**
  * Deep iteration of a legacy entry: a plain message is its own record; a compressed wrapper
  * yields its inner messages with the offset and timestamp rules of Kafka's
- * AbstractLegacyRecordBatch.DeepRecordsIterator (ref §2).
+ * AbstractLegacyRecordBatch.DeepRecordsIterator (docs/kafka-format.md §2).
  */
 import {
   CorruptRecordError,
@@ -120,7 +120,7 @@ function innerRecords(
     throw new CorruptRecordError('compressed wrapper has no inner records', ctx);
   }
 
-  // v1: relative inner offsets (ref §2.2); v0: absolute, used as-is.
+  // v1: relative inner offsets (docs/kafka-format.md §2.2); v0: absolute, used as-is.
   let base = 0n;
   if (wrapper.magic === 1 && wrapper.offset !== 0n) {
     const lastInner = inner[inner.length - 1].offset;
@@ -133,7 +133,7 @@ function innerRecords(
     base = wrapper.offset - lastInner;
   }
 
-  // Timestamps (ref §2.3): a v1 wrapper's type rules every inner v1 message; LogAppendTime
+  // Timestamps (docs/kafka-format.md §2.3): a v1 wrapper's type rules every inner v1 message; LogAppendTime
   // replaces their timestamps. A v0 wrapper has NoTimestampType, so inner v1 messages keep their
   // own timestamp under NoTimestampType (LegacyRecord.timestampType/timestamp with a wrapper type).
   const wrapperType = legacyTimestampType(wrapper.magic, wrapper.attributes);
@@ -207,7 +207,7 @@ function readInnerStream(stream: Uint8Array, checkCrc: boolean, wrapperOffset: b
 const NO_HEADERS = Object.freeze([]) as unknown as RecordHeader[];
 
 /**
- * The records of one entry as a v2 reader sees them after upconversion (ref §4.2):
+ * The records of one entry as a v2 reader sees them after upconversion (docs/kafka-format.md §4.2):
  * NoTimestampType becomes CreateTime (timestamp kept, -1 for v0); no producer, no headers.
  */
 export function logicalRecordsOfLegacyEntry(

@@ -1,6 +1,6 @@
 /**
  * One legacy (magic 0/1) log entry: `offset int64 | size int32 | message`, big-endian
- * (ref §1.1). Readers return views into the buffer they were handed, never copies.
+ * (docs/kafka-format.md §1.1). Readers return views into the buffer they were handed, never copies.
  */
 import {
   CorruptRecordError,
@@ -42,7 +42,7 @@ export function legacyCompression(attributes: number): number {
   return attributes & LEGACY_CODEC_MASK;
 }
 
-/** The timestamp type the message's own attributes declare (ref §1.3): v0 never has one. */
+/** The timestamp type the message's own attributes declare (docs/kafka-format.md §1.3): v0 never has one. */
 export function legacyTimestampType(magic: number, attributes: number): TimestampType {
   if (magic === 0) return 'NoTimestampType';
   return (attributes & LEGACY_TIMESTAMP_TYPE_MASK) === 0 ? 'CreateTime' : 'LogAppendTime';
@@ -67,7 +67,7 @@ export function legacyEntrySize(magic: 0 | 1, key: Uint8Array | null, value: Uin
 }
 
 export interface ReadLegacyEntryOptions {
-  /** Verify the stored CRC-32 (ref §1.2). Default true. */
+  /** Verify the stored CRC-32 (docs/kafka-format.md §1.2). Default true. */
   checkCrc?: boolean;
 }
 

@@ -1,5 +1,5 @@
 /**
- * Upconversion of legacy entries to v2 record batches, keeping every offset (ref §4.2).
+ * Upconversion of legacy entries to v2 record batches, keeping every offset (docs/kafka-format.md §4.2).
  *
  * - `kafka` grouping mirrors Kafka 4's log cleaner (KAFKA-13093): one batch per compressed
  *   wrapper, one batch per uncompressed message.
@@ -517,7 +517,7 @@ export class Upconverter {
       for (let i = 0; i < n; i++)
         if (!(base + smallInt64At(inner, this.innerStarts[i]) < 2 ** 52)) return false;
     }
-    // Timestamps (ref §2.3): a v1 wrapper's type rules every inner v1 message; LogAppendTime
+    // Timestamps (docs/kafka-format.md §2.3): a v1 wrapper's type rules every inner v1 message; LogAppendTime
     // replaces their timestamps. Inner v0 messages have none (-1, and never LogAppendTime).
     const wrapperLogAppend = magic === 1 && (attributes & 0x08) !== 0;
     for (let i = 0; i < n; i++) {
@@ -998,7 +998,7 @@ export class Upconverter {
     this.emitted(at, batch.length);
   }
 
-  /** One v2 batch of the given records, header fields per ref §4.2. */
+  /** One v2 batch of the given records, header fields per docs/kafka-format.md §4.2. */
   private encode(records: Pending[], logAppend: boolean): Uint8Array {
     const first = records[0];
     const baseOffset = first.offset;
@@ -1092,7 +1092,7 @@ function timestampDelta(ts: bigint, base: bigint): number | bigint {
   return Number.isSafeInteger(n) ? n : d;
 }
 
-/** Exact encoded size of a v2 record without headers (ref §5.3). */
+/** Exact encoded size of a v2 record without headers (docs/kafka-format.md §5.3). */
 function recordSize(
   offsetDelta: number,
   tsDelta: number | bigint,

@@ -186,7 +186,7 @@ function generatedSeeds(): Seed[] {
  * The records a consumer gets from `file`, entry by entry, decoded by kafkajs. One known
  * difference is settled by Kafka's rule instead: when the decompressed inner stream of a legacy
  * wrapper ends in a truncated message, Kafka's DataLogInputStream quietly stops after the complete
- * ones (ref §2, "legacy inner stream truncated"), while kafkajs drops the whole wrapper. Such
+ * ones (docs/kafka-format.md §2, "legacy inner stream truncated"), while kafkajs drops the whole wrapper. Such
  * wrappers are walked here by hand (sizes, then Kafka's v1 relative-offset rule) and their
  * complete messages expected.
  */

@@ -617,7 +617,7 @@ async function writeConverted(
             const h = info.header!;
             report.recordsIn += h.recordsCount;
             if (!needsRewrite(info, codec, options.force)) {
-              // Kafka never compresses control or empty batches (ref §5.4): copy them byte for byte.
+              // Kafka never compresses control or empty batches (docs/kafka-format.md §5.4): copy them byte for byte.
               report.batchesCopied++;
               await w.write(entry.bytes);
             } else {

@@ -29,7 +29,7 @@ export class RecompressedBatchProofs {
     return this.count;
   }
 
-  /** `batch` is the new batch as written; its stored CRC is at CRC_OFFSET (ref §5.1). */
+  /** `batch` is the new batch as written; its stored CRC is at CRC_OFFSET (docs/kafka-format.md §5.1). */
   add(sourcePosition: number, batch: Uint8Array): void {
     if (this.count >= this.maxEntries) return;
     if (this.count === this.positions.length) this.grow();

@@ -56,7 +56,7 @@ export interface ReadSegmentOptions {
   signal?: AbortSignal;
 }
 
-/** LegacyRecord.RECORD_OVERHEAD_V0: Kafka's minimum size field for any magic (ref §1.6). */
+/** LegacyRecord.RECORD_OVERHEAD_V0: Kafka's minimum size field for any magic (docs/kafka-format.md §1.6). */
 const MIN_SIZE_FIELD = LEGACY_RECORD_OVERHEAD_V0;
 const MIN_V2_SIZE_FIELD = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD;
 /** A size field above this is corruption, never an allocation: 64 MiB by default. */

@@ -231,9 +231,10 @@ export async function verifyRewrite(
   const mismatch = (field: string, detail: string, position?: number, offset?: bigint) =>
     new VerifyMismatchError(field, detail, { file: out.log, position, offset });
 
-  let o: CheckedEntry | null = null;
-  let oRecords: LogicalRecord[] = [];
-  let j = 0;
+  // The lockstep: the output batch being matched, its records, and the next one to match.
+  let outBatch: CheckedEntry | null = null;
+  let outRecords: LogicalRecord[] = [];
+  let nextRecord = 0;
   const nextOut = async (): Promise<CheckedEntry | null> => {
     if (!(await dst.ready())) return null;
     return checkedEntryOf(dst.take(), out.log, outOpts);
@@ -303,90 +304,97 @@ export async function verifyRewrite(
       if (src.bytes[src.p + 16] < 2 && runs) {
         const run = runs.take(src.position);
         if (run) {
-          if (o && j < oRecords.length) {
+          if (outBatch && nextRecord < outRecords.length) {
             throw mismatch(
               'batch boundary',
               'rewritten batch continues past a source batch boundary',
-              o.position,
-              oRecords[j].offset,
+              outBatch.position,
+              outRecords[nextRecord].offset,
             );
           }
-          o = null;
-          oRecords = [];
-          j = 0;
+          outBatch = null;
+          outRecords = [];
+          nextRecord = 0;
           await checkRun(run);
           continue;
         }
       }
-      const s = checkedEntryOf(src.take(), source, srcOpts);
-      if (s.header) {
-        if (o && j < oRecords.length) {
+      const sourceEntry = checkedEntryOf(src.take(), source, srcOpts);
+      if (sourceEntry.header) {
+        if (outBatch && nextRecord < outRecords.length) {
           throw mismatch(
             'batch boundary',
             'rewritten batch continues past a source batch boundary',
-            o.position,
-            oRecords[j].offset,
+            outBatch.position,
+            outRecords[nextRecord].offset,
           );
         }
-        o = await nextOut();
-        oRecords = [];
-        j = 0;
-        if (!o)
-          throw mismatch('batch', `source batch at ${s.position} is missing`, undefined, s.header.baseOffset);
-        if (!o.header) throw mismatch('magic', 'rewritten entry is not a v2 batch', o.position);
-        const f = headerDiff(s.header, o.header);
+        outBatch = await nextOut();
+        outRecords = [];
+        nextRecord = 0;
+        if (!outBatch)
+          throw mismatch(
+            'batch',
+            `source batch at ${sourceEntry.position} is missing`,
+            undefined,
+            sourceEntry.header.baseOffset,
+          );
+        if (!outBatch.header) throw mismatch('magic', 'rewritten entry is not a v2 batch', outBatch.position);
+        const f = headerDiff(sourceEntry.header, outBatch.header);
         if (f !== null) {
           throw mismatch(
             f,
-            `${String(s.header[f as keyof RecordBatchHeader])} vs ${String(o.header[f as keyof RecordBatchHeader])}`,
-            o.position,
-            s.header.baseOffset,
+            `${String(sourceEntry.header[f as keyof RecordBatchHeader])} vs ${String(outBatch.header[f as keyof RecordBatchHeader])}`,
+            outBatch.position,
+            sourceEntry.header.baseOffset,
           );
         }
-        const proof = opts.proofs?.take(s.position);
+        const proof = opts.proofs?.take(sourceEntry.position);
         if (proof) {
           // Same header fields as the source, and the bytes convert proved hold the source's
           // records (their CRC was just checked over the bytes read back): the same records.
-          if (o.header.crc !== proof.crc || o.bytes.length !== proof.size) {
+          if (outBatch.header.crc !== proof.crc || outBatch.bytes.length !== proof.size) {
             throw mismatch(
               'batch',
-              `rewritten batch is not the one written (CRC ${o.header.crc} vs ${proof.crc}, ${o.bytes.length} vs ${proof.size} bytes)`,
-              o.position,
-              s.header.baseOffset,
+              `rewritten batch is not the one written (CRC ${outBatch.header.crc} vs ${proof.crc}, ${outBatch.bytes.length} vs ${proof.size} bytes)`,
+              outBatch.position,
+              sourceEntry.header.baseOffset,
             );
           }
           continue;
         }
-        const sRecords = s.records();
-        oRecords = o.records();
-        if (sRecords.length !== oRecords.length) {
+        const sourceRecords = sourceEntry.records();
+        outRecords = outBatch.records();
+        if (sourceRecords.length !== outRecords.length) {
           throw mismatch(
             'records',
-            `${sRecords.length} vs ${oRecords.length} records`,
-            o.position,
-            s.header.baseOffset,
+            `${sourceRecords.length} vs ${outRecords.length} records`,
+            outBatch.position,
+            sourceEntry.header.baseOffset,
           );
         }
-        for (let k = 0; k < sRecords.length; k++) {
-          const d = logicalRecordsEqual(sRecords[k], oRecords[k]);
-          if (d !== null) throw mismatch(d.split(':')[0], d, o.position, sRecords[k].offset);
+        for (let k = 0; k < sourceRecords.length; k++) {
+          const d = logicalRecordsEqual(sourceRecords[k], outRecords[k]);
+          if (d !== null) throw mismatch(d.split(':')[0], d, outBatch.position, sourceRecords[k].offset);
         }
-        j = oRecords.length;
+        nextRecord = outRecords.length;
       } else {
-        for (const r of s.records()) {
-          while (!o || j >= oRecords.length) {
-            o = await nextOut();
-            j = 0;
-            if (!o) throw mismatch('record', `record at offset ${r.offset} is missing`, undefined, r.offset);
-            oRecords = o.records();
+        for (const r of sourceEntry.records()) {
+          while (!outBatch || nextRecord >= outRecords.length) {
+            outBatch = await nextOut();
+            nextRecord = 0;
+            if (!outBatch)
+              throw mismatch('record', `record at offset ${r.offset} is missing`, undefined, r.offset);
+            outRecords = outBatch.records();
           }
-          const d = logicalRecordsEqual(r, oRecords[j]);
-          if (d !== null) throw mismatch(d.split(':')[0], d, o.position, r.offset);
-          j++;
+          const d = logicalRecordsEqual(r, outRecords[nextRecord]);
+          if (d !== null) throw mismatch(d.split(':')[0], d, outBatch.position, r.offset);
+          nextRecord++;
         }
       }
     }
-    if (o && j < oRecords.length) throw mismatch('record', 'extra record', o.position, oRecords[j].offset);
+    if (outBatch && nextRecord < outRecords.length)
+      throw mismatch('record', 'extra record', outBatch.position, outRecords[nextRecord].offset);
     const extra = await nextOut();
     if (extra) throw mismatch('batch', 'extra batch', extra.position, extra.header?.baseOffset);
   } finally {
@@ -460,7 +468,7 @@ export interface VerifySegmentOptions {
 /**
  * Checks a segment on disk: every CRC (v2 CRC-32C, legacy outer and inner CRC-32), structure
  * (every record decodes, counts and lengths agree), offsets strictly increasing and >= the base
- * offset, and .index/.timeindex consistent with the log (ref §8.2's dump-log checks).
+ * offset, and .index/.timeindex consistent with the log (docs/kafka-format.md §8.2's dump-log checks).
  */
 export async function verifySegment(
   logPath: string,

@@ -115,7 +115,7 @@ async function inspectFile(file: string, ctx: CommandContext, options: InspectOp
   }
 }
 
-/** Segment base offset from the 20-digit file name (ref §6.1). */
+/** Segment base offset from the 20-digit file name (docs/kafka-format.md §6.1). */
 export function baseOffsetOfFile(file: string): bigint {
   const stem = path.basename(file).split('.')[0];
   if (!/^\d+$/.test(stem)) {

@@ -32,7 +32,7 @@ export interface DecompressOptions {
   maxBytes: number;
 }
 
-/** Codec ids 5-7 (and anything else) throw, like Kafka's CompressionType.forId (ref §3.6). */
+/** Codec ids 5-7 (and anything else) throw, like Kafka's CompressionType.forId (docs/kafka-format.md §3.6). */
 function checkId(id: number): CompressionId {
   if (!Number.isInteger(id) || id < 0 || id >= NAMES.length) throw new UnknownCodecError(id);
   return id as CompressionId;
@@ -48,7 +48,7 @@ export function codecId(name: CodecName): CompressionId {
   return id as CompressionId;
 }
 
-/** Kafka's level ranges (KIP-390, ref §3.2-3.4): [min, max, default], or undefined without levels. */
+/** Kafka's level ranges (KIP-390, docs/kafka-format.md §3.2-3.4): [min, max, default], or undefined without levels. */
 function levelRange(id: CompressionId): [number, number, number] | undefined {
   switch (id) {
     case CompressionType.GZIP:

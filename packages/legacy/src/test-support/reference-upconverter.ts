@@ -2,7 +2,7 @@
  * Test-only: the Upconverter as it was before its fast path (main at bbc5e36), kept verbatim
  * but for names, as the reference the fast path must match byte for byte (upconvert.test.ts).
  *
- * Upconversion of legacy entries to v2 record batches, keeping every offset (ref §4.2).
+ * Upconversion of legacy entries to v2 record batches, keeping every offset (docs/kafka-format.md §4.2).
  *
  * - `kafka` grouping mirrors Kafka 4's log cleaner (KAFKA-13093): one batch per compressed
  *   wrapper, one batch per uncompressed message.
@@ -25,7 +25,7 @@ import {
 import { decodeLegacyRecords, type LegacyRecord } from '../deep.js';
 import { LEGACY_CODEC_MASK } from '../message.js';
 
-/** `LogConfig.DEFAULT_MAX_MESSAGE_BYTES`: 1 MiB + 12 (ref §5.4). */
+/** `LogConfig.DEFAULT_MAX_MESSAGE_BYTES`: 1 MiB + 12 (docs/kafka-format.md §5.4). */
 const DEFAULT_MAX_BATCH_BYTES = 1_048_588;
 const DEFAULT_COALESCE_BYTES = 1_048_576;
 /** v2 batch header size (`DefaultRecordBatch.RECORD_BATCH_OVERHEAD`). */
@@ -260,7 +260,7 @@ export class ReferenceUpconverter {
     out.push(batch);
   }
 
-  /** One v2 batch of the given records, header fields per ref §4.2. */
+  /** One v2 batch of the given records, header fields per docs/kafka-format.md §4.2. */
   private encode(records: Pending[], logAppend: boolean): Uint8Array {
     const first = records[0];
     const baseOffset = first.offset;
@@ -306,7 +306,7 @@ function timestampDelta(ts: bigint, base: bigint): number | bigint {
   return Number.isSafeInteger(n) ? n : d;
 }
 
-/** Exact encoded size of a v2 record without headers (ref §5.3). */
+/** Exact encoded size of a v2 record without headers (docs/kafka-format.md §5.3). */
 function recordSize(
   offsetDelta: number,
   tsDelta: number | bigint,
