@@ -1,16 +1,20 @@
 import { availableParallelism } from 'node:os';
 import { isAbsolute } from 'node:path';
+import { type CodecName, CompressionType, codecName } from '@seglift/format';
 import { z } from 'zod';
 
-export const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const;
+/** Kafka's codec names, as @seglift/format names them (one list): none, gzip, snappy, lz4, zstd. */
+export const CODECS = Object.values(CompressionType).map(codecName) as [CodecName, ...CodecName[]];
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-/** Kafka's accepted compression.<codec>.level ranges (KIP-390); snappy and none take no level. */
-export const CODEC_LEVELS: Record<string, readonly [number, number] | undefined> = {
-  gzip: [1, 9],
-  lz4: [1, 17],
-  zstd: [-131072, 22],
-};
+/** The metrics port of each program when metrics.port is not set: different, so both run on one host. */
+export const METRICS_PORTS = { 'seglift-worker': 9464, 'seglift-watcher': 9465 } as const;
+export type MetricsProgram = keyof typeof METRICS_PORTS;
+
+/** The port `program` serves /metrics on: metrics.port when set, else its own default. */
+export function metricsPort(config: { metrics: { port?: number } }, program: MetricsProgram): number {
+  return config.metrics.port ?? METRICS_PORTS[program];
+}
 
 /** Largest batch Kafka accepts by default: message.max.bytes 1048588. */
 export const DEFAULT_MAX_BATCH_BYTES = 1048588;
@@ -39,7 +43,8 @@ const redisName = z.string().regex(/^[A-Za-z0-9_.-]+$/, { message: 'letters, dig
 export const ConfigSchema = z.strictObject({
   /** Directories seglift may read and rewrite; every path is checked against them (realpath). */
   roots: z.array(absolutePath).default([]),
-  codec: z.enum(CODECS).default('zstd'),
+  /** In any case (`ZSTD`, `Zstd`): a codec name copied from elsewhere is not refused for its case. */
+  codec: z.preprocess((v) => (typeof v === 'string' ? v.toLowerCase() : v), z.enum(CODECS)).default('zstd'),
   /** Compression level; omitted = the codec's default. */
   level: z.int().optional(),
   /**
@@ -101,7 +106,11 @@ export const ConfigSchema = z.strictObject({
   indexIntervalBytes: positiveInt.default(4096),
   metrics: z
     .strictObject({
-      port: z.int().min(0).max(65535).default(9464),
+      /**
+       * /metrics, /healthz, /readyz. Unset: each program's own default (METRICS_PORTS), so that a
+       * watcher and a worker on one host do not collide; 0 picks a free port.
+       */
+      port: z.int().min(0).max(65535).optional(),
       host: z.string().min(1).default('0.0.0.0'),
     })
     .prefault({}),

@@ -20,7 +20,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { needs, redisServer, spawnNode, startRedis } from '@seglift/testkit';
+import { needs, redisServer, spawnProgram, startRedis } from '@seglift/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { brokerLogs, KraftBroker, tailOf, ZkKafka } from './support/brokers.js';
 import {
@@ -462,8 +462,8 @@ describe.skipIf(missing !== undefined)('Kafka as the oracle', () => {
           SEGLIFT_METRICS_HOST: '127.0.0.1',
         };
         const metadataBefore = treeDigest(join(logs, '__cluster_metadata-0'));
-        const worker = spawnNode(WORKER, ['--exit-when-drained', '--idle-ms', '2000'], env);
-        const watcher = spawnNode(WATCHER, ['--once', '--wait'], env);
+        const worker = spawnProgram(WORKER, ['--exit-when-drained', '--idle-ms', '2000'], env);
+        const watcher = spawnProgram(WATCHER, ['--once', '--wait'], env);
         const w = await watcher.exited;
         expect(w.code, watcher.output()).toBe(0);
         expect(watcher.output()).toMatch(/"succeeded":[1-9]/);

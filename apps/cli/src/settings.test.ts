@@ -62,6 +62,48 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     expect(f.segment.codecOut).toEqual({ 'v2/gzip': 1 });
   });
 
+  it('takes flags as operators type them: --codec ZSTD, --level -5; a typo gets the nearest flag', async () => {
+    const dir = tmpDir();
+    const src = legacySegment(dir, 3);
+    const { segment, summary } = await convertJson([
+      src,
+      '--out',
+      path.join(dir, 'o1'),
+      '--codec',
+      'ZSTD',
+      '--level',
+      '-5',
+    ]);
+    expect(segment.codecOut).toEqual({ 'v2/zstd': 1 }); // three legacy messages, coalesced
+    expect(summary.settings).toMatchObject({ codec: 'zstd', level: -5 });
+    const typo = await run(['convert', src, '--out', path.join(dir, 'o2'), '--levle', '3']);
+    expect(typo).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        "error: unknown option '--levle'; did you mean --level?\nRun 'seglift convert --help' for usage.\n",
+    });
+    const missing = await run(['migrate', dir, '--codec']);
+    expect(missing.stderr.split('\n')[0]).toBe('error: option --codec needs a value');
+  });
+
+  it('warns about a misspelt SEGLIFT_* variable (it would be ignored without a word) and runs', async () => {
+    const dir = tmpDir();
+    const src = legacySegment(dir, 3);
+    const r = await run(['convert', src, '--out', path.join(dir, 'o')], { SEGLIFT_CODECC: 'lz4' });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe(
+      "warning: SEGLIFT_CODECC is not a seglift setting and is ignored; did you mean SEGLIFT_CODEC? ('seglift config print --help' lists the variables)\n",
+    );
+    expect(lines(r.stdout).at(-1)).toMatch(/^settings: codec zstd \(default\)/);
+    const print = await run(['config', 'print'], { SEGLIFT_LEVL: '3' });
+    expect(print.stderr).toContain(
+      'SEGLIFT_LEVL is not a seglift setting and is ignored; did you mean SEGLIFT_LEVEL?',
+    );
+    const help = await run(['config', 'print', '--help']);
+    expect(help.stdout).toMatch(/^ {2}SEGLIFT_WORKER_CONCURRENCY +worker\.concurrency$/m);
+  });
+
   it('with no codec anywhere the schema default zstd applies and is named', async () => {
     const dir = tmpDir();
     const src = legacySegment(dir, 3);
@@ -132,7 +174,7 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     // The codec/level cross-check applies to flags too.
     const lvl = await run(['convert', src, '--out', out, '--codec', 'gzip', '--level', '12']);
     expect(lvl.code).toBe(2);
-    expect(lvl.stderr).toContain('  - level = 12 (from flag): gzip level must be between 1 and 9');
+    expect(lvl.stderr).toContain('  - level = 12 (from flag): invalid gzip level 12: expected 1..9');
     // migrate and audit load the same way.
     const m = await run(['migrate', dir], { SEGLIFT_LEVEL: 'high' });
     expect(m.code).toBe(2);

@@ -26,6 +26,7 @@ import {
   fsyncFile,
   mkdirp,
   openForWrite,
+  removeEmptyDirs,
   removeIfExists,
   rename,
   SimulatedCrash,
@@ -288,6 +289,8 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
   let dest: SegmentFiles | undefined;
   // outDir: final files already renamed into place, removed again if a later step fails.
   const placed: string[] = [];
+  // outDir: the first directory this call created, removed again (when empty) on failure.
+  let madeOutDir: string | undefined;
   try {
     validate(options);
     options.signal?.throwIfAborted();
@@ -316,10 +319,17 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     const before = await stat(src.log);
     const mtimeMs = before.mtimeMs;
     report.bytesIn = before.size;
+    // In place, a segment already in the target codec is left alone; into outDir it is copied
+    // (the same path: every batch copied byte for byte, indexes rebuilt, verified), so that
+    // outDir holds every segment it was given.
+    let copyOnly = false;
     if (!options.force && (await alreadyConverted(src.log, codec, options, report))) {
-      report.result = 'skipped';
-      report.reason = 'already-target-codec';
-      return finish(report, started);
+      if (options.inPlace) {
+        report.result = 'skipped';
+        report.reason = 'already-target-codec';
+        return finish(report, started);
+      }
+      copyOnly = true;
     }
     report.batchesIn = 0;
     report.recordsIn = 0;
@@ -327,7 +337,7 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     report.truncatedTailBytes = 0;
 
     const outDir = options.inPlace ? src.dir : path.resolve(options.outDir!);
-    if (!options.inPlace) await mkdirp(outDir);
+    if (!options.inPlace) madeOutDir = await mkdirp(outDir);
     dest = src.in(outDir);
     if (!options.inPlace && dest.log === src.log)
       throw new InvalidArgumentError('outDir is the segment directory');
@@ -430,7 +440,10 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
       await fsyncDir(outDir);
       report.outPath = dest.log;
     }
-    report.result = 'converted';
+    if (copyOnly) {
+      report.result = 'copied';
+      report.reason = 'already-target-codec';
+    } else report.result = 'converted';
     return finish(report, started);
   } catch (err) {
     if (err instanceof SimulatedCrash) {
@@ -441,6 +454,7 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     // Best effort: on a read-only or failing filesystem the removal fails too, and the typed
     // error below must still be reported (recoverLeftovers removes temp files on the next run).
     if (dest) await cleanup(dest, placed).catch(() => {});
+    if (dest && madeOutDir !== undefined) await removeEmptyDirs(dest.dir, madeOutDir).catch(() => {});
     report.result = 'failed';
     if (options.signal?.aborted) report.aborted = true;
     const e = toSegmentError(options.signal?.aborted ? options.signal.reason : err, logPath);

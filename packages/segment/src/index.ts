@@ -61,6 +61,7 @@ export {
   SEGMENT_NAME_RE,
   SegmentFiles,
 } from './names.js';
+export { PIPELINE_NODE } from './node-flags.js';
 export {
   ConversionPool,
   type ConversionPoolOptions,
@@ -78,6 +79,7 @@ export {
 export {
   evaluatePartition,
   findReadySegments,
+  newestSegmentReady,
   type PartitionVerdict,
   type ReadinessRules,
   type ReadyScan,

@@ -3,6 +3,7 @@ import {
   formatReportTable,
   type MigrateResult,
   migrate,
+  type ReadinessRules,
   type RunSummary,
   type SegmentReport,
 } from '@seglift/segment';
@@ -13,13 +14,15 @@ import { reportFailures } from '../failures.js';
 import { toJsonLine } from '../io.js';
 import { ProgressBar } from '../progress.js';
 import {
+  archiveHelp,
+  includeActiveRules,
   loadSettings,
   PIPELINE_ARG_OPTIONS,
   PIPELINE_HELP,
   settingsJson,
   settingsLine,
 } from '../settings.js';
-import { formatBytes, formatDuration } from '../table.js';
+import { count, formatBytes, formatDuration } from '../table.js';
 import { noSegmentsMessage } from '../targets.js';
 
 const HELP = `Usage: seglift migrate <dir>... [options]
@@ -27,14 +30,14 @@ const HELP = `Usage: seglift migrate <dir>... [options]
 Convert every closed segment under each <dir> (a broker log.dir, a parent of several, or one
 partition directory) in place: magic 0/1 upconverted to v2, batches recompressed to the target
 codec, indexes rebuilt, each result verified against its original before a crash-safe swap.
-Embedded mode: no Redis, a worker_threads pool in this process (Ctrl-C stops cleanly). The active (last)
-segment of each partition is left alone unless --include-active. Stop the brokers that own
-these directories first.
+Embedded mode: no Redis, a worker_threads pool in this process. The active (last) segment of
+each partition is left alone unless --include-active or the archive switch below. Stop the
+brokers that own these directories first; 'seglift audit' says how much free space it needs.
 
 Options:
 ${PIPELINE_HELP}
   --backup-dir DIR          copy every original to DIR/<partition>/ before replacing it
-  --include-active          convert the active segments too (only with the broker stopped)
+  --include-active          convert the active segments too, now (only with the broker stopped)
   --concurrency N           segments converted at the same time (worker.concurrency,
                             default: CPU count)
   --json                    one NDJSON report per segment, then a summary object
@@ -45,14 +48,23 @@ ${PIPELINE_HELP}
 Sizes accept k/m/g suffixes. An invalid configuration (file, environment or flags) lists
 every problem and exits with 2; 'seglift config print' shows the settings without the flags.
 
+${archiveHelp('migrate')}
+
 The summary gives segments converted/skipped/failed, bytes before and after, the ratio, the
 time taken, and every failure with its reason (also on stderr as error[CODE]: ...).
+
+Ctrl-C (or SIGTERM) stops handing out segments: the ones converting finish or roll back, the
+rest are left as they were, and the exit code is 130 (143). Run the same command again to
+resume: converted segments are skipped (already in the target codec). A second Ctrl-C stops at
+once; that is crash-safe too (the next run completes or rolls back what it finds).
 
 ${EXIT_CODES_HELP}
 `;
 
 export interface MigrateCliOptions extends PipelineOptions {
   includeActive?: boolean;
+  /** The archive switch (readiness.requireRolled, readiness.quietMs); includeActive overrides it. */
+  readiness?: ReadinessRules;
   concurrency?: number;
   json?: boolean;
   quiet?: boolean;
@@ -78,9 +90,11 @@ export const migrateCommand: Command = {
       'worker.concurrency': intOpt('migrate', p, 'concurrency', { min: 1, max: 1024 }),
     });
     const { config } = settings;
+    const includeActive = flag(p, 'include-active');
     return migrateDirs(dirs, ctx, {
       ...pipelineOptions(config),
-      includeActive: flag(p, 'include-active'),
+      includeActive,
+      readiness: includeActive ? includeActiveRules() : config.readiness,
       concurrency: config.worker.concurrency,
       json: flag(p, 'json'),
       quiet: flag(p, 'quiet'),
@@ -182,7 +196,7 @@ export function summaryLine(s: RunSummary, reports: SegmentReport[]): string {
     convOut += r.bytesOut;
   }
   return (
-    `converted ${s.converted} segments, skipped ${s.skipped}, failed ${s.failed}` +
+    `converted ${count(s.converted, 'segment')}, skipped ${s.skipped}, failed ${s.failed}` +
     `${s.notStarted ? `, not started ${s.notStarted}` : ''}: ` +
     `${formatBytes(convIn)} -> ${formatBytes(convOut)}${s.ratio ? ` (ratio ${s.ratio.toFixed(3)})` : ''} ` +
     `in ${formatDuration(s.durationMs)}`
