@@ -40,6 +40,7 @@ export const ENV_VARS: ReadonlyArray<{ env: string; path: string; type: EnvType 
   },
   { env: 'SEGLIFT_LIMITS_MAX_SEGMENT_BYTES', path: 'limits.maxSegmentBytes', type: 'int' },
   { env: 'SEGLIFT_INDEX_INTERVAL_BYTES', path: 'indexIntervalBytes', type: 'int' },
+  { env: 'SEGLIFT_SEGMENT_INDEX_BYTES', path: 'segmentIndexBytes', type: 'int' },
   { env: 'SEGLIFT_METRICS_PORT', path: 'metrics.port', type: 'int' },
   { env: 'SEGLIFT_METRICS_HOST', path: 'metrics.host', type: 'string' },
   { env: 'SEGLIFT_LOG_LEVEL', path: 'log.level', type: 'string' },

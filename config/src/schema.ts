@@ -1,6 +1,14 @@
 import { availableParallelism } from 'node:os';
 import { isAbsolute } from 'node:path';
-import { type CodecName, CompressionType, codecName } from '@seglift/format';
+import {
+  type CodecName,
+  CompressionType,
+  codecName,
+  DEFAULT_INDEX_INTERVAL_BYTES,
+  DEFAULT_MAX_BATCH_BYTES,
+} from '@seglift/format';
+import { DEFAULT_COALESCE_BYTES } from '@seglift/legacy';
+import { DEFAULT_SEGMENT_INDEX_BYTES } from '@seglift/segment';
 import { z } from 'zod';
 
 /** Kafka's codec names, as @seglift/format names them (one list): none, gzip, snappy, lz4, zstd. */
@@ -16,10 +24,8 @@ export function metricsPort(config: { metrics: { port?: number } }, program: Met
   return config.metrics.port ?? METRICS_PORTS[program];
 }
 
-/** Largest batch Kafka accepts by default: message.max.bytes 1048588. */
-export const DEFAULT_MAX_BATCH_BYTES = 1048588;
-/** `coalesce` grouping's target batch size (1 MiB), as @seglift/legacy's DEFAULT_COALESCE_BYTES. */
-export const DEFAULT_COALESCE_BYTES = 1024 * 1024;
+// The format's and the pipeline's own defaults, named where they are defined.
+export { DEFAULT_COALESCE_BYTES, DEFAULT_MAX_BATCH_BYTES };
 
 const absolutePath = z.string().min(1).refine(isAbsolute, { message: 'must be an absolute path' });
 const positiveInt = z.int().min(1);
@@ -103,7 +109,12 @@ export const ConfigSchema = z.strictObject({
       maxSegmentBytes: positiveInt.max(2 ** 31 - 1).default(2 ** 31 - 1),
     })
     .prefault({}),
-  indexIntervalBytes: positiveInt.default(4096),
+  indexIntervalBytes: positiveInt.default(DEFAULT_INDEX_INTERVAL_BYTES),
+  /**
+   * The topic's segment.index.bytes: the active segment's rebuilt indexes must fit in it (a broker
+   * loading the partition resizes them to it and fails if they do not fit).
+   */
+  segmentIndexBytes: positiveInt.default(DEFAULT_SEGMENT_INDEX_BYTES),
   metrics: z
     .strictObject({
       /**

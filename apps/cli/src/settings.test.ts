@@ -47,6 +47,7 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
       maxBatchBytes: 1048588,
       onlyIfSmaller: false,
       indexIntervalBytes: 4096,
+      segmentIndexBytes: 10485760,
       maxDecompressedBatchBytes: 64 * 1024 * 1024,
     });
     // The human summary says which codec was used and where it came from.
@@ -220,6 +221,34 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
       expect(index).toHaveLength(Math.floor(59 / (Math.floor(interval / size) + 1)));
       expect(index.length).toBeGreaterThan(0);
     }
+  });
+
+  it("--segment-index-bytes (and SEGLIFT_SEGMENT_INDEX_BYTES) is the topic's segment.index.bytes the active segment's indexes must fit", async () => {
+    const dir = tmpDir();
+    const src = legacySegment(dir, 60);
+    const args = [
+      'convert',
+      src,
+      '--in-place',
+      '--codec',
+      'none',
+      '--grouping',
+      'kafka',
+      '--index-interval-bytes',
+      '1',
+    ];
+    // 59 offset index entries (472 bytes) do not fit 256 bytes: refused, the file untouched.
+    const before = readFileSync(src);
+    const refused = await run([...args, '--segment-index-bytes', '256']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/segment\.index\.bytes \(256\).*--segment-index-bytes/);
+    expect(readFileSync(src).equals(before)).toBe(true);
+    const ok = await run([...args, '--json'], { SEGLIFT_SEGMENT_INDEX_BYTES: '1024' });
+    expect(ok.code, ok.stderr).toBe(0);
+    const summary = lines(ok.stdout)
+      .map((l) => JSON.parse(l))
+      .at(-1);
+    expect(summary.settings.segmentIndexBytes).toBe(1024);
   });
 
   it('--coalesce-bytes (and SEGLIFT_COALESCE_BYTES) set how many records a coalesced batch takes', async () => {

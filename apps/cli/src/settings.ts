@@ -14,6 +14,7 @@ export const PIPELINE_ARG_OPTIONS = {
   'max-batch-bytes': { type: 'string' },
   'only-if-smaller': { type: 'boolean' },
   'index-interval-bytes': { type: 'string' },
+  'segment-index-bytes': { type: 'string' },
   'max-decompressed-batch-bytes': { type: 'string' },
   'backup-dir': { type: 'string' },
 } as const;
@@ -38,6 +39,8 @@ export const PIPELINE_HELP = `  --config FILE             YAML or JSON config fi
                             larger (default off: every batch gets the target codec)
   --index-interval-bytes N  the topic's index.interval.bytes: an .index entry every N bytes of
                             log (default 4096)
+  --segment-index-bytes N   the topic's segment.index.bytes: the active segment's rebuilt indexes
+                            must fit in it (default 10m)
   --max-decompressed-batch-bytes N
                             refuse a batch that decompresses to more than N (default 64m)`;
 
@@ -64,6 +67,7 @@ const INT_FLAGS: ReadonlyArray<{ flag: string; key: string; min: number; sizes: 
   { flag: 'coalesce-bytes', key: 'coalesceBytes', min: 1, sizes: true },
   { flag: 'max-batch-bytes', key: 'maxBatchBytes', min: 1, sizes: true },
   { flag: 'index-interval-bytes', key: 'indexIntervalBytes', min: 1, sizes: true },
+  { flag: 'segment-index-bytes', key: 'segmentIndexBytes', min: 1, sizes: true },
   { flag: 'max-decompressed-batch-bytes', key: 'limits.maxDecompressedBatchBytes', min: 1, sizes: true },
 ];
 
@@ -111,6 +115,7 @@ export function settingsLine(loaded: LoadedConfig): string {
     ['maxBatchBytes', 'max.batch.bytes', config.maxBatchBytes],
     ['onlyIfSmaller', 'only.if.smaller', config.onlyIfSmaller],
     ['indexIntervalBytes', 'index.interval.bytes', config.indexIntervalBytes],
+    ['segmentIndexBytes', 'segment.index.bytes', config.segmentIndexBytes],
     [
       'limits.maxDecompressedBatchBytes',
       'max.decompressed.batch.bytes',

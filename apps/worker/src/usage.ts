@@ -53,6 +53,7 @@ ${describeSettings([
   ['maxBatchBytes', 'largest batch written (1048588)'],
   ['onlyIfSmaller', 'keep a v2 batch in its codec when recompression would grow it (false)'],
   ['indexIntervalBytes', "the topic's index.interval.bytes (4096)"],
+  ['segmentIndexBytes', "the topic's segment.index.bytes, for an archive's newest segment (10 MiB)"],
   ['backupDir', 'copy every original here before replacing it (none)'],
   ['limits.maxDecompressedBatchBytes', 'refuse a batch that decompresses to more (64 MiB)'],
   ['limits.maxSegmentBytes', 'refuse a larger segment (2 GiB - 1)'],
