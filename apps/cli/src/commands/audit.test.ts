@@ -29,8 +29,21 @@ describe('seglift audit', () => {
     const r = await run(['audit', dir, '--codec', 'none', '--json']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    const [p0, p1, summary] = lines(r.stdout).map((l) => JSON.parse(l));
+    const [p0, p1, choices, summary] = lines(r.stdout).map((l) => JSON.parse(l));
     expect(legacyMessage(0n).length).toBe(32);
+    // The data a migrate would rewrite (the v0 message and the gzip batch; not the active
+    // segments, not the v2/none batch) rewritten again with each choice: the chosen one first,
+    // exactly the estimate's bytes.
+    expect(choices.type).toBe('codecChoices');
+    expect(choices.choices[0]).toMatchObject({
+      codec: 'none',
+      chosen: true,
+      bytesIn: 32 + gzipSize,
+      bytesAfter: 74 + 83,
+    });
+    expect(
+      choices.choices.map((c: { codec: string; level?: number }) => `${c.codec}${c.level ?? ''}`),
+    ).toEqual(['none', 'zstd1', 'zstd3', 'zstd9', 'lz49', 'snappy']);
     expect(v2Batch(1n, 1).length).toBe(72);
     expect(p0).toMatchObject({
       type: 'partition',
@@ -138,7 +151,8 @@ describe('seglift audit', () => {
       '--json',
     ]);
     expect(one.code).toBe(0);
-    const [p, summary] = lines(one.stdout).map((l) => JSON.parse(l));
+    const objs1 = lines(one.stdout).map((l) => JSON.parse(l));
+    const [p, summary] = [objs1[0], objs1.at(-1)];
     expect(p).toMatchObject({ topic: 't', partition: 0, segments: 1, convertSegments: 1, legacySegments: 1 });
     expect(summary.readiness).toBe('not-ready');
     writeSegment(path.join(dir, '__cluster_metadata-0'), 0n, [v2Batch(0n, 1, CompressionType.GZIP)]);

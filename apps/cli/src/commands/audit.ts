@@ -21,6 +21,7 @@ import { ProgressBar } from '../progress.js';
 import { archiveHelp, includeActiveRules, loadSettings } from '../settings.js';
 import { count, formatBytes, renderTable } from '../table.js';
 import { commonAncestor, noSegmentsMessage, resolveTargets } from '../targets.js';
+import { type CodecChoice, CodecSample, compareCodecs, DEFAULT_COMPARE_BYTES } from './codec-choices.js';
 
 export const DEFAULT_SAMPLE_BYTES = 16 * 1024 * 1024;
 
@@ -47,12 +48,14 @@ Options:
   --only-if-smaller  estimate with batches kept in their codec where recompression grows them
   --sample-bytes N   bytes per partition converted exactly for the estimate (default 16m;
                      k/m/g suffixes allowed)
+  --compare-bytes N  of those samples, bytes rewritten again with zstd levels 1, 3 and 9, lz4 and
+                     snappy, to show the size and the time of each choice (default 16m; 0: off)
   --include-active   count the active (last) segment as something migrate would change
                      (the broker is stopped and migrate will get --include-active too)
   --concurrency N    segments migrate converts at once, for the free-space figure
                      (worker.concurrency, default: CPU count)
   --backup-dir DIR   where migrate will copy the originals (backupDir), for the backup figure
-  --json             one NDJSON object per partition, then a summary object
+  --json             one NDJSON object per partition, the codec choices, then a summary object
   -h, --help         this text
 
 ${archiveHelp('audit')}
@@ -74,6 +77,8 @@ export interface AuditOptions {
   maxDecompressedBatchBytes?: number;
   indexIntervalBytes?: number;
   sampleBytes?: number;
+  /** Bytes of the sample rewritten with other codecs and levels to compare them (0: none). */
+  compareBytes?: number;
   /** Count each partition's newest segment as migrate --include-active would. */
   includeActive?: boolean;
   /**
@@ -152,6 +157,7 @@ export const auditCommand: Command = {
       grouping: { type: 'string' },
       'only-if-smaller': { type: 'boolean' },
       'sample-bytes': { type: 'string' },
+      'compare-bytes': { type: 'string' },
       'include-active': { type: 'boolean' },
       concurrency: { type: 'string' },
       'backup-dir': { type: 'string' },
@@ -164,6 +170,7 @@ export const auditCommand: Command = {
     return audit(dirs, ctx, {
       ...pipelineOptions(config),
       sampleBytes: intOpt('audit', p, 'sample-bytes', { sizes: true }),
+      compareBytes: intOpt('audit', p, 'compare-bytes', { sizes: true }),
       includeActive: flag(p, 'include-active'),
       readiness: config.readiness,
       concurrency: config.worker.concurrency,
@@ -176,14 +183,15 @@ export const auditCommand: Command = {
 export async function auditPartitions(
   dirs: string[],
   options: AuditOptions = {},
-): Promise<{ audits: PartitionAudit[]; ignored: IgnoredDir[] }> {
+): Promise<{ audits: PartitionAudit[]; ignored: IgnoredDir[]; choices: CodecChoice[] }> {
   return auditTargets(await resolveTargets(dirs, 'audit'), options);
 }
 
 async function auditTargets(
   { partitions, ignored }: Awaited<ReturnType<typeof resolveTargets>>,
   options: AuditOptions,
-): Promise<{ audits: PartitionAudit[]; ignored: IgnoredDir[] }> {
+): Promise<{ audits: PartitionAudit[]; ignored: IgnoredDir[]; choices: CodecChoice[] }> {
+  const sample = new CodecSample(options.compareBytes ?? DEFAULT_COMPARE_BYTES);
   const rules = options.includeActive ? includeActiveRules() : (options.readiness ?? LIVE_BROKER);
   const now = Date.now();
   const progress = { bytesDone: 0, segmentsDone: 0 };
@@ -210,10 +218,13 @@ async function auditTargets(
         },
         options,
         progress,
+        sample,
       ),
     );
   }
-  return { audits, ignored };
+  const choices =
+    sample.bytes === 0 ? [] : compareCodecs(sample, { ...options, codec: options.codec ?? 'zstd' });
+  return { audits, ignored, choices };
 }
 
 /** A live broker's log dir: the newest segment of each partition is the active one. */
@@ -236,6 +247,7 @@ async function auditPartition(
   p: PartitionDir,
   options: AuditOptions,
   progress: { bytesDone: number; segmentsDone: number },
+  sample: CodecSample,
 ): Promise<PartitionAudit> {
   const target = codecId(options.codec ?? 'zstd');
   const sampleBudget = options.sampleBytes ?? DEFAULT_SAMPLE_BYTES;
@@ -281,6 +293,7 @@ async function auditPartition(
     });
     let upconvertedIn = 0;
     const reader = new LogFileReader(seg.path);
+    sample.startSegment();
     const bytesBefore = progress.bytesDone;
     try {
       for await (const e of reader.entries()) {
@@ -295,6 +308,7 @@ async function auditPartition(
         if (!needsRewrite(info, target)) continue;
         changeable += e.size;
         if (segSampleIn >= perSegmentSample) continue;
+        if (seg.path !== p.leftAlone) sample.offer(e.bytes, e.magic);
         segSampleIn += e.size;
         if (e.magic < 2) {
           upconvertedIn += e.size;
@@ -404,8 +418,9 @@ export async function audit(
   bar.update(true);
   let audits: PartitionAudit[];
   let ignored: IgnoredDir[];
+  let choices: CodecChoice[];
   try {
-    ({ audits, ignored } = await auditTargets(targets, {
+    ({ audits, ignored, choices } = await auditTargets(targets, {
       ...options,
       onProgress: (p) => {
         bar.bytesDone = p.bytesDone;
@@ -450,6 +465,7 @@ export async function audit(
       ctx.out.line(toJsonLine({ type: 'partition', ...json }));
     }
     for (const i of ignored) ctx.out.line(toJsonLine({ type: 'ignored', ...i }));
+    if (choices.length > 0) ctx.out.line(toJsonLine({ type: 'codecChoices', choices }));
     ctx.out.line(toJsonLine({ type: 'summary', codec, ...total, readiness: readiness(total), disk: disks }));
   } else {
     const rows = audits.map((a) => [
@@ -500,6 +516,7 @@ export async function audit(
         (noRewrite > 0 ? ` ${count(noRewrite, 'segment is', 'segments are')} ${codec} v2 already.` : ''),
     );
     for (const d of disks) ctx.out.line(diskLine(d, disks.length > 1, options.backupDir));
+    for (const line of codecChoiceLines(choices)) ctx.out.line(line);
     for (const i of ignored) ctx.out.line(`passed over ${i.dir}: ${i.reason}`);
     ctx.out.line(readinessLine(total));
   }
@@ -544,4 +561,24 @@ export function readinessLine(t: { segments: number; legacySegments: number; err
   if (r === 'not-ready')
     return `Kafka 4 readiness: NOT READY: ${count(t.legacySegments, 'segment still holds', 'segments still hold')} magic 0/1 data; 'seglift migrate' upconverts them to v2.`;
   return `Kafka 4 readiness: ready: ${t.segments === 1 ? '1 segment' : `all ${t.segments} segments`} read, no magic 0/1 data found.`;
+}
+
+/**
+ * `codec choices on a 16.0 MiB sample of the data to rewrite (size after; rewrite speed, one core):`
+ * then one line per codec and level, the chosen one marked.
+ */
+export function codecChoiceLines(choices: CodecChoice[]): string[] {
+  if (choices.length === 0) return [];
+  const label = (c: CodecChoice) => (c.level === undefined ? c.codec : `${c.codec} level ${c.level}`);
+  const width = Math.max(...choices.map((c) => label(c).length));
+  return [
+    `codec choices on a ${formatBytes(choices[0].bytesIn)} sample of the data to rewrite (size after; rewrite speed, one core):`,
+    ...choices.map((c) => {
+      const change = c.bytesAfter / c.bytesIn;
+      return (
+        `  ${label(c).padEnd(width)}  ${formatBytes(c.bytesAfter).padStart(10)} (${change.toFixed(2)}x${change > 1 ? ', larger' : ''})` +
+        `  ${c.mbPerSec.toFixed(1).padStart(7)} MB/s${c.chosen ? '  <- --codec/--level' : ''}`
+      );
+    }),
+  ];
 }
