@@ -570,15 +570,18 @@ export function readinessLine(t: { segments: number; legacySegments: number; err
 export function codecChoiceLines(choices: CodecChoice[]): string[] {
   if (choices.length === 0) return [];
   const label = (c: CodecChoice) => (c.level === undefined ? c.codec : `${c.codec} level ${c.level}`);
-  const width = Math.max(...choices.map((c) => label(c).length));
+  const size = (c: CodecChoice) => {
+    const change = c.bytesAfter / c.bytesIn;
+    return `${formatBytes(c.bytesAfter).padStart(10)} (${change.toFixed(2)}x${change > 1 ? ', larger' : ''})`;
+  };
+  const labelWidth = Math.max(...choices.map((c) => label(c).length));
+  const sizeWidth = Math.max(...choices.map((c) => size(c).length));
   return [
     `codec choices on a ${formatBytes(choices[0].bytesIn)} sample of the data to rewrite (size after; rewrite speed, one core):`,
-    ...choices.map((c) => {
-      const change = c.bytesAfter / c.bytesIn;
-      return (
-        `  ${label(c).padEnd(width)}  ${formatBytes(c.bytesAfter).padStart(10)} (${change.toFixed(2)}x${change > 1 ? ', larger' : ''})` +
-        `  ${c.mbPerSec.toFixed(1).padStart(7)} MB/s${c.chosen ? '  <- --codec/--level' : ''}`
-      );
-    }),
+    ...choices.map(
+      (c) =>
+        `  ${label(c).padEnd(labelWidth)}  ${size(c).padEnd(sizeWidth)}  ${c.mbPerSec.toFixed(1).padStart(6)} MB/s` +
+        (c.chosen ? '  <- --codec/--level' : ''),
+    ),
   ];
 }
