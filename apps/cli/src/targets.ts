@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { findPartitionSegments, type IgnoredDir, listSegments } from '@seglift/segment';
@@ -88,5 +89,7 @@ export function noSegmentsMessage(args: string[], ignored: IgnoredDir[]): string
   const why = ignored.length
     ? `; passed over: ${ignored.map((i) => `${i.dir} (${i.reason})`).join('; ')}`
     : '';
+  const missing = args.filter((a) => !existsSync(a));
+  if (missing.length > 0) return `${missing.join(', ')}: no such file or directory${why}`;
   return `no Kafka segments under ${args.join(', ')}${why}`;
 }

@@ -126,6 +126,9 @@ describe('seglift migrate', () => {
     expect((await run(['migrate', '--codec', 'zstd'])).code).toBe(2);
     expect((await run(['migrate', dir, '--codec', 'zstd', '--concurrency', '0'])).code).toBe(2);
     expect((await run(['migrate', tmpDir(), '--codec', 'zstd'])).code).toBe(2);
+    const missing = await run(['migrate', '/nonexistent-seglift-dir', '--codec', 'zstd']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr.split('\n')[0]).toBe('error: /nonexistent-seglift-dir: no such file or directory');
   });
 });
 
