@@ -120,6 +120,60 @@ function int32At(b: Uint8Array, p: number): number {
   return (b[p] << 24) | (b[p + 1] << 16) | (b[p + 2] << 8) | b[p + 3];
 }
 
+/**
+ * The fields of the legacy message whose log entry is b[p, e) (offset at p, size at p + 8), as
+ * the fast path's parse leaves them: module slots, no object per message.
+ */
+const msg = {
+  magic: 0,
+  attributes: 0,
+  offset: 0,
+  timestamp: -1,
+  keyPos: 0,
+  keyLength: 0,
+  valuePos: 0,
+  valueLength: 0,
+};
+
+/**
+ * Parses the message of the entry b[p, e) in place into `msg`: false for anything the fast path
+ * leaves to the general one (magic above 1, a size below the magic's minimum, key and value
+ * lengths that do not fill the message exactly, an offset or timestamp past 2^53). No CRC check.
+ */
+function parseMessageAt(b: Uint8Array, p: number, e: number): boolean {
+  const magic = b[p + 16];
+  if (magic > 1 || e - p - 12 < (magic === 0 ? 14 : 22)) return false;
+  let q = p + 18;
+  let timestamp = -1;
+  if (magic === 1) {
+    timestamp = smallInt64At(b, q);
+    q += 8;
+  }
+  const keyLength = int32At(b, q);
+  q += 4;
+  const keyPos = q;
+  if (keyLength >= 0) {
+    if (keyLength > e - q - 4) return false;
+    q += keyLength;
+  } else if (keyLength !== -1) {
+    return false;
+  }
+  const valueLength = int32At(b, q);
+  q += 4;
+  if (valueLength >= 0 ? valueLength !== e - q : valueLength !== -1 || q !== e) return false;
+  const offset = smallInt64At(b, p);
+  if (Number.isNaN(offset) || Number.isNaN(timestamp)) return false;
+  msg.magic = magic;
+  msg.attributes = b[p + 17];
+  msg.offset = offset;
+  msg.timestamp = timestamp;
+  msg.keyPos = keyPos;
+  msg.keyLength = keyLength;
+  msg.valuePos = q;
+  msg.valueLength = valueLength;
+  return true;
+}
+
 /** A growable byte buffer (a Buffer, so the codecs take views of it as they are). */
 class Bytes {
   buf: Buffer = Buffer.allocUnsafeSlow(64 * 1024);
@@ -431,30 +485,8 @@ export class Upconverter {
     const size = int32At(b, p + 8);
     // Bytes past the size field's end are not part of the entry (readLegacyEntry ignores them).
     const e = p + 12 + size;
-    if (size < 14 || e > entryEnd) return false;
-    const magic = b[p + 16];
-    if (magic > 1 || size < (magic === 0 ? 14 : 22)) return false;
-    const attributes = b[p + 17];
-    let q = p + 18;
-    let timestamp = -1;
-    if (magic === 1) {
-      timestamp = smallInt64At(b, q);
-      q += 8;
-    }
-    const keyLength = int32At(b, q);
-    q += 4;
-    const keyPos = q;
-    if (keyLength >= 0) {
-      if (keyLength > e - q - 4) return false;
-      q += keyLength;
-    } else if (keyLength !== -1) {
-      return false;
-    }
-    const valueLength = int32At(b, q);
-    q += 4;
-    if (valueLength >= 0 ? valueLength !== e - q : valueLength !== -1 || q !== e) return false;
-    const offset = smallInt64At(b, p);
-    if (Number.isNaN(offset) || Number.isNaN(timestamp)) return false;
+    if (size < 14 || e > entryEnd || !parseMessageAt(b, p, e)) return false;
+    const { magic, attributes, offset, timestamp, keyPos, keyLength, valuePos: q, valueLength } = msg;
     const codec = attributes & LEGACY_CODEC_MASK;
     if (crc32Range(b, p + 16, e) !== int32At(b, p + 12) >>> 0) return false;
     if (codec === 0) {
@@ -483,23 +515,7 @@ export class Upconverter {
       if (innerSize < 14) return false;
       const end = pos + 12 + innerSize;
       if (end > len) break; // a truncated last message quietly ends the stream
-      const m = inner[pos + 16];
-      if (m > 1 || innerSize < (m === 0 ? 14 : 22)) return false;
-      if ((inner[pos + 17] & LEGACY_CODEC_MASK) !== 0) return false;
-      let r = pos + (m === 0 ? 18 : 26);
-      const kl = int32At(inner, r);
-      r += 4;
-      if (kl >= 0) {
-        if (kl > end - r - 4) return false;
-        r += kl;
-      } else if (kl !== -1) {
-        return false;
-      }
-      const vl = int32At(inner, r);
-      r += 4;
-      if (vl >= 0 ? vl !== end - r : vl !== -1 || r !== end) return false;
-      if (Number.isNaN(smallInt64At(inner, pos)) || (m === 1 && Number.isNaN(smallInt64At(inner, pos + 18))))
-        return false;
+      if (!parseMessageAt(inner, pos, end) || (msg.attributes & LEGACY_CODEC_MASK) !== 0) return false;
       if (this.checkInnerCrc && crc32Range(inner, pos + 16, end) !== int32At(inner, pos + 12) >>> 0)
         return false;
       if (n === this.innerStarts.length) this.growInner();
@@ -521,19 +537,22 @@ export class Upconverter {
     // replaces their timestamps. Inner v0 messages have none (-1, and never LogAppendTime).
     const wrapperLogAppend = magic === 1 && (attributes & 0x08) !== 0;
     for (let i = 0; i < n; i++) {
-      const s = this.innerStarts[i];
-      const m = inner[s + 16];
-      const o = base + smallInt64At(inner, s);
-      let r = s + (m === 0 ? 18 : 26);
-      const ts = m === 0 ? -1 : wrapperLogAppend ? timestamp : smallInt64At(inner, s + 18);
-      const kl = int32At(inner, r);
-      r += 4;
-      const kp = r;
-      if (kl > 0) r += kl;
-      const vl = int32At(inner, r);
-      r += 4;
+      // Parsed and checked in pass 1: the same bytes parse the same way.
+      parseMessageAt(inner, this.innerStarts[i], this.innerEnds[i]);
+      const m = msg.magic;
+      const ts = m === 0 ? -1 : wrapperLogAppend ? timestamp : msg.timestamp;
       this.stats.recordsIn++;
-      this.add(o, ts, m === 1 && wrapperLogAppend, inner, kp, kl, inner, r, vl);
+      this.add(
+        base + msg.offset,
+        ts,
+        m === 1 && wrapperLogAppend,
+        inner,
+        msg.keyPos,
+        msg.keyLength,
+        inner,
+        msg.valuePos,
+        msg.valueLength,
+      );
     }
     return true;
   }
