@@ -1,6 +1,12 @@
 import path from 'node:path';
 import { pipelineOptions } from '@seglift/config';
-import { type CodecName, codecId, recompressRecordBatch, SegliftError } from '@seglift/format';
+import {
+  type CodecName,
+  codecId,
+  DEFAULT_INDEX_INTERVAL_BYTES,
+  recompressRecordBatch,
+  SegliftError,
+} from '@seglift/format';
 import { type Grouping, Upconverter } from '@seglift/legacy';
 import {
   codecLabel,
@@ -27,7 +33,10 @@ audited) or one partition directory. Per partition: segments and bytes still in 
 bytes per codec, the active segment, what 'seglift migrate' would change, and the estimated
 size after recompression to the target codec. The estimate converts a sample of the batches
 exactly (upconversion + recompression, as migrate would) and scales the rest by the sample's
-ratio; with --sample-bytes at least the size of the data the estimate is exact.
+ratio; with --sample-bytes at least the size of the data the estimate is exact. The summary
+also gives the space 'seglift migrate --prepare' needs in its stage dir: that estimate for the
+rolled (non-active) segments it would rewrite, plus their indexes (an estimate, not a bound:
+recompression can grow data; the rolled segments' source size is the bound when it does not).
 
 Options:
   --config FILE      YAML or JSON config file (default $SEGLIFT_CONFIG); the target settings
@@ -78,6 +87,11 @@ export interface PartitionAudit {
   convertBytes: number;
   /** Estimated bytes of those segments after conversion. */
   estimatedBytesAfter: number;
+  /**
+   * Space a `migrate --prepare` of this partition needs in the stage dir: the estimated output of
+   * the rolled (non-active) segments it would rewrite, plus their rebuilt indexes.
+   */
+  stageBytes: number;
   /** Bytes converted exactly for the estimate. */
   sampledBytes: number;
   errors: string[];
@@ -162,13 +176,20 @@ async function auditPartition(p: PartitionDir, options: AuditOptions): Promise<P
     convertSegments: 0,
     convertBytes: 0,
     estimatedBytesAfter: 0,
+    stageBytes: 0,
     sampledBytes: 0,
     errors: [],
   };
   // Per partition: converted-sample ratio for the changeable bytes not sampled.
   let sampleIn = 0;
   let sampleOut = 0;
-  const pending: { unchanged: number; sampledOut: number; unsampled: number; bytes: number }[] = [];
+  const pending: {
+    unchanged: number;
+    sampledOut: number;
+    unsampled: number;
+    bytes: number;
+    active: boolean;
+  }[] = [];
   for (let i = 0; i < p.segments.length; i++) {
     const seg = p.segments[i];
     const active = seg.path === p.activePath;
@@ -232,12 +253,18 @@ async function auditPartition(p: PartitionDir, options: AuditOptions): Promise<P
         sampledOut: segSampleOut,
         unsampled: changeable - segSampleIn,
         bytes: segBytes,
+        active,
       });
     }
   }
   const ratio = sampleIn === 0 ? 1 : sampleOut / sampleIn;
-  for (const s of pending)
-    a.estimatedBytesAfter += s.unchanged + s.sampledOut + Math.round(s.unsampled * ratio);
+  for (const s of pending) {
+    const after = s.unchanged + s.sampledOut + Math.round(s.unsampled * ratio);
+    a.estimatedBytesAfter += after;
+    // Prepare stages rolled segments only; each with its .index (8 bytes) and .timeindex (12
+    // bytes) entry per index interval of the new log.
+    if (!s.active) a.stageBytes += after + Math.ceil(after / DEFAULT_INDEX_INTERVAL_BYTES) * 20;
+  }
   return a;
 }
 
@@ -257,6 +284,7 @@ export async function audit(
     convertSegments: 0,
     convertBytes: 0,
     estimatedBytesAfter: 0,
+    stageBytes: 0,
     errors: 0,
   };
   for (const a of audits) {
@@ -267,6 +295,7 @@ export async function audit(
     total.convertSegments += a.convertSegments;
     total.convertBytes += a.convertBytes;
     total.estimatedBytesAfter += a.estimatedBytesAfter;
+    total.stageBytes += a.stageBytes;
     total.errors += a.errors.length;
   }
   const codec = options.codec ?? 'zstd';
@@ -314,6 +343,9 @@ export async function audit(
       `migrate --codec ${codec} would rewrite ${total.convertSegments} segments (${formatBytes(total.convertBytes)})` +
         ` to about ${formatBytes(total.estimatedBytesAfter)}` +
         (options.includeActive ? '.' : '; active segments are left alone (--include-active to count them).'),
+    );
+    ctx.out.line(
+      `migrate --prepare needs about ${formatBytes(total.stageBytes)} in its stage dir (estimated output of the rolled segments it would rewrite, with their indexes; the same estimate as above).`,
     );
     for (const i of ignored) ctx.out.line(`passed over ${i.dir}: ${i.reason}`);
     ctx.out.line(readinessLine(total));
