@@ -673,7 +673,8 @@ async function adoptStaged(
       await applyOwnership(f, o);
       changed = true;
     }
-    if (st.mtimeMs !== mtimeMs) {
+    // utimes takes a Date: prepare set the millisecond (stored through a float: within one).
+    if (Math.abs(st.mtimeMs - mtimeMs) >= 1) {
       await utimes(f, new Date(), new Date(mtimeMs));
       changed = true;
     }
