@@ -321,6 +321,9 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
   const started = performance.now();
   const report = emptyReport(logPath);
   let lock: FileLock | undefined;
+  // A commit from the stage holds the partition lock from the recovery of leftovers through the
+  // swap (one lock, not two: its work in between is a few links).
+  let held: FileLock | undefined;
   let dest: SegmentFiles | undefined;
   // outDir: final files already renamed into place, removed again if a later step fails.
   const placed: string[] = [];
@@ -344,7 +347,9 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
       // Leftovers of a crash completed; and a broker completing Kafka's own unfinished swap
       // deletes segment files by offset range: never rewrite beside one (checked again under the
       // partition lock right before the swap).
-      await preparePartitionForConversion(src, lock?.token, options.signal);
+      if (options.fromStage && (await exists(src.in(options.fromStage).stageRecord)))
+        held = await acquirePartitionLock(src.dir, { signal: options.signal });
+      await preparePartitionForConversion(src, lock?.token, options.signal, held !== undefined);
     }
     // Owner, group and mode of the files a broker opens read-write: the new files get them. Read
     // under the segment lock (another run may have been swapping this segment until now).
@@ -376,6 +381,11 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     const fromStage = options.fromStage
       ? await adoptStaged(src, options.fromStage, options, report, owners, mtimeMs)
       : 'absent';
+    if (fromStage !== 'adopted') {
+      // A conversion now: the partition's other swaps are not kept waiting for it.
+      await held?.release();
+      held = undefined;
+    }
     if (fromStage === 'unchanged') return finish(report, started);
     const digests: StageDigests | undefined = options.stageDir
       ? {
@@ -413,7 +423,8 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     if (options.inPlace) {
       if (options.backupDir) report.backupPaths = await backupOriginals(src, options.backupDir, mtimeMs);
       // Waiting for another segment's swap can be interrupted; the swap itself never is.
-      const partitionLock = await acquirePartitionLock(src.dir, { signal: options.signal });
+      const partitionLock = held ?? (await acquirePartitionLock(src.dir, { signal: options.signal }));
+      held = undefined;
       let swapping = false;
       try {
         await preparePartitionForSwap(src, lock?.token);
@@ -455,8 +466,9 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     return finish(report, started);
   } catch (err) {
     if (err instanceof SimulatedCrash) {
-      // A dead process releases nothing: its lock stays until it is judged stale.
+      // A dead process releases nothing: its locks stay until they are judged stale.
       lock = undefined;
+      held = undefined;
       throw err;
     }
     // Best effort: on a read-only or failing filesystem the removal fails too, and the typed
@@ -481,6 +493,7 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     return finish(report, started);
   } finally {
     // A lock that cannot be removed (read-only filesystem) is stale once this process exits.
+    await held?.release().catch(() => {});
     await lock?.release().catch(() => {});
   }
 }
@@ -680,7 +693,8 @@ async function adoptStaged(
     }
     if (changed) await fsyncFile(f);
   }
-  await fsyncDir(src.dir);
+  // No fsync of the directory here: unmarked temp names are nothing to a crash (deleted), and
+  // the swap's marker is fsynced with the directory before anything depends on these links.
   return 'adopted';
 }
 

@@ -23,6 +23,8 @@ import {
   openStageDir,
   readStageRecord,
   type StageDir,
+  sameIdentity,
+  sourceIdentity,
   sourcePartitionDir,
   stagedBases,
   stageOptionsKey,
@@ -168,8 +170,12 @@ export async function commitStage(logDir: string, options: TwoPhaseOptions): Pro
     }
     for (const s of part.eligible) {
       const record = await readStageRecord(sp, s.baseOffset);
-      // Checked again under the segment lock (convertSegment); here only to pick the thread.
-      fresh.push(record !== undefined && (await staleReason(record, s.path, key, sp)) === undefined);
+      // Only to pick the thread: convertSegment checks it all (samples too) under the locks.
+      fresh.push(
+        record !== undefined &&
+          sameIdentity(await sourceIdentity(s.path), record.source) &&
+          JSON.stringify(record.options) === JSON.stringify(key),
+      );
       todo.push(s);
       spOf.push(sp);
     }
