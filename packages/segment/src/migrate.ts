@@ -103,10 +103,12 @@ export interface ConversionPlan {
   /** The options of segment i over the run's own (where it goes: inPlace, stageDir, fromStage). */
   optionsFor: (i: number) => Partial<ConvertOptions>;
   /**
-   * Segments converted in this thread, before the pool's (a commit from a stage: links and
-   * renames, no codec work worth a thread).
+   * Segments converted in this thread, beside the pool's (a commit from a stage: links and
+   * renames, no codec work worth a thread). They run in lanes of a partition each (`partitionOf`):
+   * two lanes in one partition would only take turns at its lock.
    */
   inMain?: (i: number) => boolean;
+  partitionOf?: (i: number) => string;
 }
 
 /**
@@ -152,24 +154,41 @@ export async function runConversions(
     };
     await Promise.all(Array.from({ length: Math.max(1, Math.min(size, order.length)) }, lane));
   };
-  // One lane: these are a few renames and fsyncs each, and two lanes in one partition would only
-  // take turns at its lock.
-  await lanes(main, 1, (i) => runOne(i, (o) => convertSegment(todo[i].path, o)));
-  const mode = options.mode === 'inline' || !conversionThreadPath() ? 'inline' : 'threads';
-  if (mode === 'inline') {
-    await lanes(rest, 1, (i) => runOne(i, (o) => convertSegment(todo[i].path, o)));
-  } else if (rest.length > 0) {
-    const size = Math.max(1, Math.min(concurrency, rest.length));
-    const pool = new ConversionPool({ size });
-    // Largest segments first: the run does not end with one thread converting a big segment
-    // alone while the others idle (reports stay in discovery order).
-    const order = [...rest].sort((a, b) => todo[b].size - todo[a].size || a - b);
-    try {
-      await lanes(order, size, (i) => runOne(i, (o) => pool.convert(todo[i].path, o)));
-    } finally {
-      await pool.close();
-    }
+  // The main thread's segments by partition: each lane takes a whole partition.
+  const groups = new Map<string, number[]>();
+  for (const i of main) {
+    const key = plan.partitionOf?.(i) ?? '';
+    groups.set(key, [...(groups.get(key) ?? []), i]);
   }
+  const byPartition = [...groups.values()];
+  const inMain = lanes(
+    byPartition.map((_, g) => g),
+    concurrency,
+    async (g) => {
+      for (const i of byPartition[g])
+        if (!signal?.aborted) await runOne(i, (o) => convertSegment(todo[i].path, o));
+    },
+  );
+  const mode = options.mode === 'inline' || !conversionThreadPath() ? 'inline' : 'threads';
+  const inPool = (async () => {
+    if (mode === 'inline') {
+      // Inline: after the main thread's own, one at a time.
+      await inMain;
+      await lanes(rest, 1, (i) => runOne(i, (o) => convertSegment(todo[i].path, o)));
+    } else if (rest.length > 0) {
+      const size = Math.max(1, Math.min(concurrency, rest.length));
+      const pool = new ConversionPool({ size });
+      // Largest segments first: the run does not end with one thread converting a big segment
+      // alone while the others idle (reports stay in discovery order).
+      const order = [...rest].sort((a, b) => todo[b].size - todo[a].size || a - b);
+      try {
+        await lanes(order, size, (i) => runOne(i, (o) => pool.convert(todo[i].path, o)));
+      } finally {
+        await pool.close();
+      }
+    }
+  })();
+  await Promise.all([inMain, inPool]);
   const interrupted = signal?.aborted === true;
   for (let i = 0; i < todo.length; i++) {
     const r = results[i];

@@ -183,7 +183,12 @@ export async function commitStage(logDir: string, options: TwoPhaseOptions): Pro
   // The staged segments of the active segment (includeActive off) stay: a later commit may use them.
   const { stageDir: _s, ...rest } = options;
   const { results, mode, interrupted } = await runConversions(
-    { todo, optionsFor: (i) => ({ inPlace: true, fromStage: spOf[i] }), inMain: (i) => fresh[i] },
+    {
+      todo,
+      optionsFor: (i) => ({ inPlace: true, fromStage: spOf[i] }),
+      inMain: (i) => fresh[i],
+      partitionOf: (i) => spOf[i],
+    },
     rest,
   );
   for (const r of results) {
