@@ -45,16 +45,18 @@ const BIG_MB = Number(process.env.BENCH_BIG_MB ?? 1024);
 const parts = new Set((process.env.BENCH_PARTS ?? 'throughput,memory,migrate').split(','));
 const work = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'seglift-bench-'));
 
-// The seglift bin runs node with these (apps/cli/src/main.ts, docs/operator-guide.md); children
-// run the same way unless BENCH_MALLOC_ARENA_MAX / BENCH_NODE_FLAGS say otherwise.
-const childEnv = { ...process.env, MALLOC_ARENA_MAX: process.env.BENCH_MALLOC_ARENA_MAX ?? '2' };
+// Children run the way the seglift programs run (PIPELINE_NODE, packages/segment/src/node-flags.ts:
+// its environment and node flags) unless BENCH_MALLOC_ARENA_MAX / BENCH_NODE_FLAGS say
+// otherwise ('' = node's defaults).
+const { PIPELINE_NODE } = await import(
+  new URL('../packages/segment/dist/node-flags.js', import.meta.url).href
+);
+const childEnv = {
+  ...process.env,
+  MALLOC_ARENA_MAX: process.env.BENCH_MALLOC_ARENA_MAX ?? PIPELINE_NODE.env.MALLOC_ARENA_MAX,
+};
 if (childEnv.MALLOC_ARENA_MAX === '') delete childEnv.MALLOC_ARENA_MAX;
-const childFlags = (
-  process.env.BENCH_NODE_FLAGS ??
-  '--max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring --heap-growing-percent=50'
-)
-  .split(' ')
-  .filter(Boolean);
+const childFlags = (process.env.BENCH_NODE_FLAGS ?? PIPELINE_NODE.flags.join(' ')).split(' ').filter(Boolean);
 
 // "On N cores": the child may run on that many CPUs (taskset): libuv's I/O threads, V8's compiler
 // thread and the kernel's work for the process share them, as under a CPU limit.

@@ -8,6 +8,7 @@ import {
   formatConfig,
   loadConfig,
   loadConfigWithSources,
+  metricsPort,
   redactConfig,
 } from './index.js';
 
@@ -45,7 +46,8 @@ describe('loadConfig', () => {
     expect(c.readiness).toEqual({ quietMs: 300_000, requireRolled: true });
     expect(c.limits).toEqual({ maxDecompressedBatchBytes: 64 * 1024 * 1024, maxSegmentBytes: 2147483647 });
     expect(c.indexIntervalBytes).toBe(4096);
-    expect(c.metrics).toEqual({ port: 9464, host: '0.0.0.0' });
+    expect(c.metrics).toEqual({ host: '0.0.0.0' });
+    expect([metricsPort(c, 'seglift-worker'), metricsPort(c, 'seglift-watcher')]).toEqual([9464, 9465]);
     expect(c.log).toEqual({ level: 'info', pretty: false });
     expect(c.worker.concurrency).toBeGreaterThanOrEqual(1);
   });
@@ -168,11 +170,11 @@ describe('loadConfig', () => {
     );
     expect(err.problems.map((p) => [p.path, p.message])).toEqual([
       ['indexIntervalBytes', expect.any(String)],
-      ['level', 'gzip level must be between 1 and 9'],
+      ['level', 'invalid gzip level 12: expected 1..9'],
     ]);
     const snappy = configError(() => loadConfig({ env: {}, flags: { codec: 'snappy', level: 1 } }));
     expect(snappy.problems).toEqual([
-      { path: 'level', value: 1, message: 'codec snappy takes no level', source: 'flag' },
+      { path: 'level', value: 1, message: 'codec snappy has no compression levels', source: 'flag' },
     ]);
     expect(loadConfig({ env: {}, flags: { codec: 'zstd', level: -5 } }).level).toBe(-5);
   });

@@ -11,6 +11,7 @@ export type PipelineOptions = Required<
     | 'maxBatchBytes'
     | 'onlyIfSmaller'
     | 'indexIntervalBytes'
+    | 'segmentIndexBytes'
     | 'maxDecompressedBatchBytes'
   >
 > &
@@ -26,6 +27,7 @@ export function pipelineOptions(config: Config): PipelineOptions {
     maxBatchBytes: config.maxBatchBytes,
     onlyIfSmaller: config.onlyIfSmaller,
     indexIntervalBytes: config.indexIntervalBytes,
+    segmentIndexBytes: config.segmentIndexBytes,
     maxDecompressedBatchBytes: config.limits.maxDecompressedBatchBytes,
     backupDir: config.backupDir,
   };

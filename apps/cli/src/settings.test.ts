@@ -47,6 +47,7 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
       maxBatchBytes: 1048588,
       onlyIfSmaller: false,
       indexIntervalBytes: 4096,
+      segmentIndexBytes: 10485760,
       maxDecompressedBatchBytes: 64 * 1024 * 1024,
     });
     // The human summary says which codec was used and where it came from.
@@ -60,6 +61,48 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
       SEGLIFT_CODEC: 'lz4',
     });
     expect(f.segment.codecOut).toEqual({ 'v2/gzip': 1 });
+  });
+
+  it('takes flags as operators type them: --codec ZSTD, --level -5; a typo gets the nearest flag', async () => {
+    const dir = tmpDir();
+    const src = legacySegment(dir, 3);
+    const { segment, summary } = await convertJson([
+      src,
+      '--out',
+      path.join(dir, 'o1'),
+      '--codec',
+      'ZSTD',
+      '--level',
+      '-5',
+    ]);
+    expect(segment.codecOut).toEqual({ 'v2/zstd': 1 }); // three legacy messages, coalesced
+    expect(summary.settings).toMatchObject({ codec: 'zstd', level: -5 });
+    const typo = await run(['convert', src, '--out', path.join(dir, 'o2'), '--levle', '3']);
+    expect(typo).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        "error: unknown option '--levle'; did you mean --level?\nRun 'seglift convert --help' for usage.\n",
+    });
+    const missing = await run(['migrate', dir, '--codec']);
+    expect(missing.stderr.split('\n')[0]).toBe('error: option --codec needs a value');
+  });
+
+  it('warns about a misspelt SEGLIFT_* variable (it would be ignored without a word) and runs', async () => {
+    const dir = tmpDir();
+    const src = legacySegment(dir, 3);
+    const r = await run(['convert', src, '--out', path.join(dir, 'o')], { SEGLIFT_CODECC: 'lz4' });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe(
+      "warning: SEGLIFT_CODECC is not a seglift setting and is ignored; did you mean SEGLIFT_CODEC? ('seglift config print --help' lists the variables)\n",
+    );
+    expect(lines(r.stdout).at(-1)).toMatch(/^settings: codec zstd \(default\)/);
+    const print = await run(['config', 'print'], { SEGLIFT_LEVL: '3' });
+    expect(print.stderr).toContain(
+      'SEGLIFT_LEVL is not a seglift setting and is ignored; did you mean SEGLIFT_LEVEL?',
+    );
+    const help = await run(['config', 'print', '--help']);
+    expect(help.stdout).toMatch(/^ {2}SEGLIFT_WORKER_CONCURRENCY +worker\.concurrency$/m);
   });
 
   it('with no codec anywhere the schema default zstd applies and is named', async () => {
@@ -132,7 +175,7 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     // The codec/level cross-check applies to flags too.
     const lvl = await run(['convert', src, '--out', out, '--codec', 'gzip', '--level', '12']);
     expect(lvl.code).toBe(2);
-    expect(lvl.stderr).toContain('  - level = 12 (from flag): gzip level must be between 1 and 9');
+    expect(lvl.stderr).toContain('  - level = 12 (from flag): invalid gzip level 12: expected 1..9');
     // migrate and audit load the same way.
     const m = await run(['migrate', dir], { SEGLIFT_LEVEL: 'high' });
     expect(m.code).toBe(2);
@@ -178,6 +221,34 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
       expect(index).toHaveLength(Math.floor(59 / (Math.floor(interval / size) + 1)));
       expect(index.length).toBeGreaterThan(0);
     }
+  });
+
+  it("--segment-index-bytes (and SEGLIFT_SEGMENT_INDEX_BYTES) is the topic's segment.index.bytes the active segment's indexes must fit", async () => {
+    const dir = tmpDir();
+    const src = legacySegment(dir, 60);
+    const args = [
+      'convert',
+      src,
+      '--in-place',
+      '--codec',
+      'none',
+      '--grouping',
+      'kafka',
+      '--index-interval-bytes',
+      '1',
+    ];
+    // 59 offset index entries (472 bytes) do not fit 256 bytes: refused, the file untouched.
+    const before = readFileSync(src);
+    const refused = await run([...args, '--segment-index-bytes', '256']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/segment\.index\.bytes \(256\).*--segment-index-bytes/);
+    expect(readFileSync(src).equals(before)).toBe(true);
+    const ok = await run([...args, '--json'], { SEGLIFT_SEGMENT_INDEX_BYTES: '1024' });
+    expect(ok.code, ok.stderr).toBe(0);
+    const summary = lines(ok.stdout)
+      .map((l) => JSON.parse(l))
+      .at(-1);
+    expect(summary.settings.segmentIndexBytes).toBe(1024);
   });
 
   it('--coalesce-bytes (and SEGLIFT_COALESCE_BYTES) set how many records a coalesced batch takes', async () => {

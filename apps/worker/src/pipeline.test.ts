@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { type Config, loadConfig } from '@seglift/config';
 import { createRedis, partitionLeaseKey, SEGMENT_JOB_NAME, segmentJobId } from '@seglift/queue';
 import { verifySegment } from '@seglift/segment';
-import { built, needs, redisServer, spawnNode, startRedis, type TestRedis } from '@seglift/testkit';
+import { built, needs, redisServer, spawnProgram, startRedis, type TestRedis } from '@seglift/testkit';
 import { independentRecords, shallowEntries } from '@seglift/testkit/independent';
 import { type Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -32,7 +32,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { encodeSegment, type Kind } from './test-support/segments.js';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
-const WORKER = join(repoRoot, 'apps/worker/dist/main.js');
+const WORKER = join(repoRoot, 'apps/worker/dist/seglift-worker');
 const dist = built(
   WORKER,
   join(repoRoot, 'packages/segment/dist/conversion-thread.js'),
@@ -57,7 +57,7 @@ needs(redisServer, dist).describe('seglift-worker on the real pipeline with Redi
   let conn: Redis;
   const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'seglift-worker-pipeline-')));
   const root = join(tmp, 'root');
-  const procs: ReturnType<typeof spawnNode>[] = [];
+  const procs: ReturnType<typeof spawnProgram>[] = [];
   let n = 0;
 
   beforeAll(async () => {
@@ -123,7 +123,7 @@ needs(redisServer, dist).describe('seglift-worker on the real pipeline with Redi
   }
 
   function startWorkerProcess(s: Setup, env: Record<string, string> = {}) {
-    const p = spawnNode(WORKER, [], { ...s.env, ...env });
+    const p = spawnProgram(WORKER, [], { ...s.env, ...env });
     procs.push(p);
     return p;
   }
@@ -177,7 +177,7 @@ needs(redisServer, dist).describe('seglift-worker on the real pipeline with Redi
     return bytes;
   }
 
-  async function stop(p: ReturnType<typeof spawnNode>): Promise<void> {
+  async function stop(p: ReturnType<typeof spawnProgram>): Promise<void> {
     p.child.kill('SIGTERM');
     expect((await p.exited).code, p.output()).toBe(0);
   }

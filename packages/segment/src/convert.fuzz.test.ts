@@ -394,7 +394,7 @@ async function fuzzSegments(seeds: Seed[], salt: number, ciInputs: number): Prom
       } else if (report?.result === 'skipped') {
         stats.skipped++;
         if (sha(await readFile(log)) !== inputSha) fail('convertSegment', 'skip changed the source');
-      } else if (report?.result === 'converted') {
+      } else if (report?.result === 'converted' || report?.result === 'copied') {
         stats.converted++;
         if (sourceOffsetProblems) stats.convertedWithSourceOffsetAnomalies++;
         const out = inPlace ? log : path.join(outDir, name);

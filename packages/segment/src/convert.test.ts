@@ -1,4 +1,4 @@
-import { readFile, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { crc32c } from '@seglift/format';
 import { describe, expect, it } from 'vitest';
@@ -433,6 +433,50 @@ describe('convertSegment', () => {
     expect((await convertSegment(log, { codec: 'lz4', onlyIfSmaller: true, inPlace: true })).result).toBe(
       'skipped',
     );
+  });
+
+  it('outDir: a segment already in the target codec is copied, indexes rebuilt, verified; empty too', async () => {
+    const values = (b: number) => Array.from({ length: 30 }, (_, i) => Buffer.from(`v${b * 30 + i}`));
+    const seg = Buffer.concat([v2Batch(100n, values(0), 4), v2Batch(130n, values(1), 4)]);
+    const { dir, log } = await setup(seg, 100n);
+    const outDir = path.join(dir, 'out');
+    const r = await convertSegment(log, { codec: 'zstd', outDir, indexIntervalBytes: 1 });
+    expect(r).toMatchObject({
+      result: 'copied',
+      reason: 'already-target-codec',
+      bytesOut: seg.length,
+      batchesCopied: 2,
+      outPath: path.join(outDir, '00000000000000000100.log'),
+    });
+    const out = await readFile(path.join(outDir, '00000000000000000100.log'));
+    expect(out.equals(seg)).toBe(true);
+    const idx = recoveryIndexes(out, 100n, 1);
+    expect((await readFile(path.join(outDir, '00000000000000000100.index'))).equals(idx.index)).toBe(true);
+    expect(await mtime(path.join(outDir, '00000000000000000100.log'))).toBe(OLD.getTime());
+    expect((await verifySegment(r.outPath!)).ok).toBe(true);
+    expect(formatReportTable([r])).toMatch(/0 conv\/1 copy\/0 skip\/0 fail/);
+    // An empty segment (a rolled one that never got a record) is a segment too.
+    const empty = await setup(new Uint8Array(0), 0n);
+    const e = await convertSegment(empty.log, { codec: 'zstd', outDir: path.join(empty.dir, 'out') });
+    expect(e.result).toBe('copied');
+    expect(await ls(path.join(empty.dir, 'out'))).toEqual([
+      '00000000000000000000.index',
+      '00000000000000000000.log',
+      '00000000000000000000.timeindex',
+    ]);
+  });
+
+  it('outDir: a failed conversion leaves no directory it created behind, and never removes one it did not', async () => {
+    const seg = Buffer.from(mixedSegment().bytes);
+    seg[seg.length - 3] ^= 0xff; // the last entry's CRC no longer matches: found while writing
+    const { dir, log } = await setup(seg);
+    const r = await convertSegment(log, { codec: 'zstd', outDir: path.join(dir, 'new', 'deeper') });
+    expect(r.result).toBe('failed');
+    expect(await ls(dir)).toEqual(['topic-0']);
+    const existing = path.join(dir, 'existing');
+    await mkdir(existing);
+    expect((await convertSegment(log, { codec: 'zstd', outDir: existing })).result).toBe('failed');
+    expect(await ls(existing)).toEqual([]);
   });
 
   it('rejects bad option combinations and aborted signals with a failed report', async () => {

@@ -28,6 +28,7 @@ import {
   link,
   mkdirp,
   openForWrite,
+  removeEmptyDirs,
   removeIfExists,
   rename,
   SimulatedCrash,
@@ -329,6 +330,8 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
   const placed: string[] = [];
   // stageDir: the source as it was before the first read (every read comes after it).
   let staged: SourceIdentity | undefined;
+  // outDir: the first directory this call created, removed again (when empty) on failure.
+  let madeOutDir: string | undefined;
   try {
     validate(options);
     options.signal?.throwIfAborted();
@@ -395,20 +398,27 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
           timeindex: createHash('sha256'),
         }
       : undefined;
+    // In place (and into a stage), a segment already in the target codec is left alone; into
+    // outDir it is copied (the same path: every batch copied byte for byte, indexes rebuilt,
+    // verified), so that outDir holds every segment it was given.
+    let copyOnly = false;
     if (fromStage !== 'adopted') {
       if (!options.force && (await alreadyConverted(src.log, codec, options, report, digests?.source))) {
-        report.result = 'skipped';
-        report.reason = 'already-target-codec';
-        if (options.stageDir)
-          await recordStaged(src, dest, options, staged!, digests!, report, mtimeMs, false);
-        return finish(report, started);
+        if (options.inPlace || options.stageDir) {
+          report.result = 'skipped';
+          report.reason = 'already-target-codec';
+          if (options.stageDir)
+            await recordStaged(src, dest, options, staged!, digests!, report, mtimeMs, false);
+          return finish(report, started);
+        }
+        copyOnly = true;
       }
       if (digests) digests.source = createHash('sha256');
       report.batchesIn = 0;
       report.recordsIn = 0;
       report.codecMixIn = {};
       report.truncatedTailBytes = 0;
-      if (!options.inPlace) await mkdirp(outDir);
+      if (!options.inPlace) madeOutDir = await mkdirp(outDir);
       if (!options.inPlace && dest.log === src.log)
         throw new InvalidArgumentError('outDir is the segment directory');
       await produce(src, tmp, outDir, owners, mtimeMs, codec, options, report, digests);
@@ -462,7 +472,10 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     }
     // Committed: the staged copies are the swapped-in files now (links); the record goes.
     if (fromStage === 'adopted') await discardStaged(options.fromStage!, src.baseOffset).catch(rethrowCrash);
-    report.result = 'converted';
+    if (copyOnly) {
+      report.result = 'copied';
+      report.reason = 'already-target-codec';
+    } else report.result = 'converted';
     return finish(report, started);
   } catch (err) {
     if (err instanceof SimulatedCrash) {
@@ -474,6 +487,7 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     // Best effort: on a read-only or failing filesystem the removal fails too, and the typed
     // error below must still be reported (recoverLeftovers removes temp files on the next run).
     if (dest) await cleanup(dest, placed).catch(() => {});
+    if (dest && madeOutDir !== undefined) await removeEmptyDirs(dest.dir, madeOutDir).catch(() => {});
     if (options.stageDir) {
       // A source that vanished or was replaced while it was read is no failure of a prepare: it
       // is not staged, and the commit converts whatever is there then.

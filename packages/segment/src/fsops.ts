@@ -22,10 +22,12 @@ import {
   link as fsLink,
   mkdir as fsMkdir,
   rename as fsRename,
+  rmdir as fsRmdir,
   unlink as fsUnlink,
   utimes as fsUtimes,
   open,
 } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { SegmentIoError } from './errors.js';
 
 export type FsOpKind =
@@ -39,7 +41,8 @@ export type FsOpKind =
   | 'utimes'
   | 'chown'
   | 'chmod'
-  | 'mkdir';
+  | 'mkdir'
+  | 'rmdir';
 
 export interface FsOp {
   kind: FsOpKind;
@@ -253,10 +256,31 @@ export async function chmod(p: string, mode: number): Promise<void> {
   await done({ kind: 'chmod', path: p });
 }
 
-export async function mkdirp(p: string): Promise<void> {
+/** mkdir -p; returns the first directory it created (undefined: `p` existed already). */
+export async function mkdirp(p: string): Promise<string | undefined> {
   before();
   const made = await fsMkdir(p, { recursive: true });
   if (made !== undefined) await done({ kind: 'mkdir', path: p });
+  return made;
+}
+
+/**
+ * Undoes an `mkdirp(dir)` that created `made`: removes `dir` and its parents up to `made` while
+ * they are empty (another writer's file keeps them, and that is no error).
+ */
+export async function removeEmptyDirs(dir: string, made: string): Promise<void> {
+  for (let d = dir; d.startsWith(made); d = dirname(d)) {
+    before();
+    try {
+      await fsRmdir(d);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOENT') return;
+      throw ioError('rmdir', d, err);
+    }
+    await done({ kind: 'rmdir', path: d });
+    if (d === made) return;
+  }
 }
 
 /** Writes the whole file; fsyncs it when `sync`. No rename: callers pick the name protocol. */

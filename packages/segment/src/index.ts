@@ -64,6 +64,7 @@ export {
   STAGE_DIR_MARKER,
   STAGE_RECORD_SUFFIX,
 } from './names.js';
+export { PIPELINE_NODE } from './node-flags.js';
 export {
   ConversionPool,
   type ConversionPoolOptions,
@@ -81,6 +82,7 @@ export {
 export {
   evaluatePartition,
   findReadySegments,
+  newestSegmentReady,
   type PartitionVerdict,
   type ReadinessRules,
   type ReadyScan,

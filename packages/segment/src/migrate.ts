@@ -3,6 +3,7 @@ import { assertBackupDirOutside } from './backup.js';
 import { type ConvertOptions, convertSegment } from './convert.js';
 import { findPartitionSegments, type IgnoredDir, type SegmentFile } from './discovery.js';
 import { ConversionPool, conversionThreadPath } from './pool.js';
+import { newestSegmentReady, type ReadinessRules } from './readiness.js';
 import { emptyReport, type RunSummary, type SegmentReport, summarize } from './report.js';
 
 export interface MigrateProgress {
@@ -16,6 +17,12 @@ export interface MigrateOptions
   extends Omit<ConvertOptions, 'outDir' | 'inPlace' | 'onProgress' | 'testHooks' | 'beforeSwap'> {
   /** Also convert each partition's active (highest base offset) segment. Default false. */
   includeActive?: boolean;
+  /**
+   * The watcher's readiness rules instead of includeActive (readiness.ts): in an archive
+   * (`requireRolled: false`) each partition's newest segment is converted once unchanged for
+   * `quietMs`, and otherwise reported skipped, 'still-changing'.
+   */
+  readiness?: ReadinessRules;
   /** Parallel conversions (default: all cores). */
   concurrency?: number;
   /** 'threads' (default when dist/conversion-thread.js exists) or 'inline' (in process, one at a time). */
@@ -36,7 +43,7 @@ export interface MigrateResult {
   mode: 'threads' | 'inline';
 }
 
-interface Plan {
+export interface Plan {
   todo: SegmentFile[];
   /** Reports decided without converting (active segments). */
   skipped: SegmentReport[];
@@ -44,21 +51,27 @@ interface Plan {
   ignored: IgnoredDir[];
 }
 
-async function plan(dirs: string[], options: MigrateOptions): Promise<Plan> {
+/** What `migrate` converts under `dirs`, and the newest segments it leaves (readiness rules). */
+export async function plan(dirs: string[], options: MigrateOptions): Promise<Plan> {
   const p: Plan = { todo: [], skipped: [], partitions: 0, ignored: [] };
+  const rules = options.readiness ?? { requireRolled: options.includeActive !== true, quietMs: 0 };
+  const now = Date.now();
   for (const dir of dirs) {
-    const found = await findPartitionSegments(dir, { includeActive: options.includeActive });
+    const found = await findPartitionSegments(dir, { includeActive: true });
     p.ignored.push(...found.ignored);
     for (const part of found.partitions) {
       p.partitions++;
-      p.todo.push(...part.eligible);
-      if (!options.includeActive && part.active) {
-        const r = emptyReport(part.active.path);
-        r.result = 'skipped';
-        r.reason = 'active-segment';
-        r.bytesIn = part.active.size;
-        p.skipped.push(r);
+      const newest = part.active;
+      if (newest === undefined || newestSegmentReady(newest, rules, now)) {
+        p.todo.push(...part.segments);
+        continue;
       }
+      p.todo.push(...part.segments.slice(0, -1));
+      const r = emptyReport(newest.path);
+      r.result = 'skipped';
+      r.reason = rules.requireRolled ? 'active-segment' : 'still-changing';
+      r.bytesIn = newest.size;
+      p.skipped.push(r);
     }
   }
   return p;
@@ -122,6 +135,7 @@ export async function runConversions(
   const { todo } = plan;
   const {
     includeActive: _a,
+    readiness: _r,
     concurrency: _c,
     mode: _m,
     onProgress: _p,

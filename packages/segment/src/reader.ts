@@ -1,4 +1,4 @@
-import { open } from 'node:fs/promises';
+import { type FileHandle, open } from 'node:fs/promises';
 import {
   CorruptRecordError,
   HEADER_SIZE_UP_TO_MAGIC,
@@ -112,165 +112,60 @@ export async function* readSegmentChunks(
   options: ReadSegmentOptions = {},
 ): AsyncGenerator<EntryChunk, void, undefined> {
   const maxEntryBytes = options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES;
-  const chunkSize = options.chunkSize ?? DEFAULT_CHUNK_SIZE;
   const fh = await open(file, 'r');
-  let aheadRead: Promise<number> | undefined;
+  let window: ReadWindow | undefined;
   try {
     const fileSize = Math.min((await fh.stat()).size, options.maxBytes ?? Number.MAX_SAFE_INTEGER);
-    let buf: Buffer = Buffer.alloc(0);
-    let pos = options.startPosition ?? 0;
-    let bufStart = pos;
-    /** File position where the entries not yet handed out start (== pos when there are none). */
-    let chunkFrom = pos;
-
-    // Read-ahead: the chunk after the buffered bytes is read on libuv's pool while the caller
-    // works on the entries already handed out, so parsing and codecs never wait on a read. It
-    // lands `headroom` bytes into its buffer; at the refill only the partial entry at the end of
-    // the current buffer is copied in front of it.
-    const headroom = chunkSize;
-    const bufferBytes = headroom + chunkSize;
-    // reuseBuffers: two dedicated buffers (never from Buffer's shared pool) taking turns: `current`
-    // holds the entries being handed out, `spare` is free and the read-ahead's target.
-    let current: Buffer | undefined;
-    let spare: Buffer | undefined;
-    let ahead: Buffer | undefined;
-    let aheadStart = -1;
-    const readInto = async (b: Buffer, at: number, length: number, filePos: number): Promise<number> => {
-      let n = 0;
-      while (n < length) {
-        const { bytesRead } = await fh.read(b, at + n, length - n, filePos + n);
-        if (bytesRead === 0) break;
-        n += bytesRead;
-      }
-      return n;
-    };
-    const readAhead = (): void => {
-      const start = bufStart + buf.length;
-      const length = Math.min(chunkSize, fileSize - start);
-      if (length <= 0) return;
-      if (options.reuseBuffers) {
-        if (spare === undefined || spare.length < bufferBytes) spare = Buffer.allocUnsafeSlow(bufferBytes);
-        ahead = spare;
-      } else {
-        ahead = Buffer.allocUnsafeSlow(bufferBytes);
-      }
-      aheadStart = start;
-      aheadRead = readInto(ahead, headroom, length, start);
-      // Handled when awaited; a failure here must not surface as an unhandled rejection.
-      aheadRead.catch(() => {});
-    };
-    const take = (next: Buffer, from: number, to: number): void => {
-      buf = next.subarray(from, to);
-      bufStart = pos;
-      if (options.reuseBuffers) {
-        // The buffer being left holds only entries already handed out: free for the next read-ahead.
-        spare = current;
-        current = next;
-      }
-      readAhead();
-    };
-    // Called only once the entries before `pos` have been handed out.
-    const fill = async (need: number): Promise<void> => {
-      const keep = Math.max(0, bufStart + buf.length - pos);
-      let got = 0;
-      if (aheadRead !== undefined) {
-        const pending = aheadRead;
-        aheadRead = undefined;
-        const n = await pending;
-        // Usable when it starts exactly where the kept bytes end (always, unless a caller's
-        // startPosition moved `pos` past the buffer).
-        if (aheadStart === pos + keep) got = n;
-      }
-      if (got > 0 && keep <= headroom && keep + got >= need) {
-        const next = ahead!;
-        if (keep > 0) buf.copy(next, headroom - keep, pos - bufStart, buf.length);
-        take(next, headroom - keep, headroom + got);
-        return;
-      }
-      // First read, an entry larger than what is buffered and read ahead, or a short read-ahead.
-      const want = Math.min(Math.max(chunkSize, need, keep + got), fileSize - pos);
-      const next = Buffer.allocUnsafeSlow(want);
-      if (keep > 0) buf.copy(next, 0, pos - bufStart, buf.length);
-      let filled = keep;
-      if (got > 0) {
-        ahead!.copy(next, filled, headroom, headroom + got);
-        filled += got;
-      }
-      if (filled < want) filled += await readInto(next, filled, want - filled, pos + filled);
-      if (filled < need) {
-        throw new TruncatedDataError(`file shrank while reading: needed ${need} bytes, got ${filled}`, {
-          file,
-          position: pos,
-        });
-      }
-      take(next, 0, filled);
-    };
-    // The entries checked since the last hand-out, as one chunk (they all lie in `buf`).
+    const w = new ReadWindow(fh, file, fileSize, options.startPosition ?? 0, options);
+    window = w;
+    /** File position where the entries not yet handed out start (== w.pos when there are none). */
+    let chunkFrom = w.pos;
+    // The entries checked since the last hand-out, as one chunk (they all lie in w.buf).
     const pending = (): EntryChunk | undefined => {
-      if (chunkFrom === pos) return undefined;
-      const c = { bytes: buf, start: chunkFrom - bufStart, end: pos - bufStart, position: chunkFrom };
-      chunkFrom = pos;
+      if (chunkFrom === w.pos) return undefined;
+      const c = { bytes: w.buf, start: chunkFrom - w.bufStart, end: w.pos - w.bufStart, position: chunkFrom };
+      chunkFrom = w.pos;
       return c;
     };
-
-    const truncated = (remaining: number, detail: string, offset?: bigint): boolean => {
-      if (options.acceptTruncatedTail) {
-        options.onTruncatedTail?.({ position: pos, bytes: remaining, offset });
-        return true;
-      }
-      throw new TruncatedDataError(detail, { file, position: pos, offset });
+    const truncated = (remaining: number, detail: string, offset?: bigint): void => {
+      if (!options.acceptTruncatedTail)
+        throw new TruncatedDataError(detail, { file, position: w.pos, offset });
+      options.onTruncatedTail?.({ position: w.pos, bytes: remaining, offset });
     };
 
-    while (pos < fileSize) {
+    while (w.pos < fileSize) {
       options.signal?.throwIfAborted();
-      const remaining = fileSize - pos;
+      const remaining = fileSize - w.pos;
       if (remaining < HEADER_SIZE_UP_TO_MAGIC) {
         const c = pending();
         if (c) yield c;
         let offset: bigint | undefined;
         if (remaining >= 8) {
-          if (!(pos >= bufStart && pos + 8 <= bufStart + buf.length)) await fill(8);
-          offset = buf.readBigInt64BE(pos - bufStart);
+          if (!w.holds(8)) await w.fill(8);
+          offset = w.buf.readBigInt64BE(w.pos - w.bufStart);
         }
         truncated(remaining, `partial entry at the end of the file: ${remaining} bytes`, offset);
         return;
       }
       // Buffered checks inline: awaiting a no-op per entry costs more than parsing small ones.
-      if (!(pos >= bufStart && pos + HEADER_SIZE_UP_TO_MAGIC <= bufStart + buf.length)) {
+      if (!w.holds(HEADER_SIZE_UP_TO_MAGIC)) {
         const c = pending();
         if (c) yield c;
-        await fill(HEADER_SIZE_UP_TO_MAGIC);
+        await w.fill(HEADER_SIZE_UP_TO_MAGIC);
       }
-      const o = pos - bufStart;
+      const o = w.pos - w.bufStart;
+      const buf = w.buf;
       const sizeField = (buf[o + 8] << 24) | (buf[o + 9] << 16) | (buf[o + 10] << 8) | buf[o + 11];
       const magic = buf[o + 16];
-      let problem: Error | undefined;
-      if (sizeField < MIN_SIZE_FIELD || magic > 2 || (magic === 2 && sizeField < MIN_V2_SIZE_FIELD)) {
-        const ctx = { file, position: pos, offset: buf.readBigInt64BE(o) };
-        const signed = buf.readInt8(o + 16);
-        if (sizeField < MIN_SIZE_FIELD) {
-          problem = new CorruptRecordError(
-            `entry size ${sizeField} is smaller than the minimum ${MIN_SIZE_FIELD}`,
-            ctx,
-          );
-        } else if (signed < 0 || signed > 2) {
-          problem = new UnsupportedFormatError(`unsupported magic ${signed}`, ctx);
-        } else {
-          problem = new CorruptRecordError(
-            `record batch length ${sizeField} is smaller than the minimum 49`,
-            ctx,
-          );
-        }
-      } else if (sizeField > maxEntryBytes - LOG_OVERHEAD) {
-        problem = new CorruptRecordError(
-          `entry size ${sizeField} exceeds the limit of ${maxEntryBytes} bytes (maxEntryBytes)`,
-          { file, position: pos, offset: buf.readBigInt64BE(o) },
-        );
-      }
-      if (problem) {
+      if (
+        sizeField < MIN_SIZE_FIELD ||
+        magic > 2 ||
+        (magic === 2 && sizeField < MIN_V2_SIZE_FIELD) ||
+        sizeField > maxEntryBytes - LOG_OVERHEAD
+      ) {
         const c = pending();
         if (c) yield c;
-        throw problem;
+        throw framingError(buf, o, sizeField, maxEntryBytes, { file, position: w.pos });
       }
       const size = sizeField + LOG_OVERHEAD;
       if (size > remaining) {
@@ -283,17 +178,172 @@ export async function* readSegmentChunks(
         );
         return;
       }
-      if (!(pos + size <= bufStart + buf.length)) {
+      if (!w.holds(size)) {
         const c = pending();
         if (c) yield c;
-        await fill(size);
+        await w.fill(size);
       }
-      pos += size;
+      w.pos += size;
     }
     const c = pending();
     if (c) yield c;
   } finally {
-    await aheadRead?.catch(() => {});
+    await window?.settle();
     await fh.close();
+  }
+}
+
+/** The error for an entry whose size field or magic fails the framing checks (see above). */
+function framingError(
+  buf: Buffer,
+  o: number,
+  sizeField: number,
+  maxEntryBytes: number,
+  at: { file: string; position: number },
+): Error {
+  const ctx = { ...at, offset: buf.readBigInt64BE(o) };
+  const magic = buf.readInt8(o + 16);
+  if (sizeField < MIN_SIZE_FIELD) {
+    return new CorruptRecordError(
+      `entry size ${sizeField} is smaller than the minimum ${MIN_SIZE_FIELD}`,
+      ctx,
+    );
+  }
+  if (magic < 0 || magic > 2) return new UnsupportedFormatError(`unsupported magic ${magic}`, ctx);
+  if (magic === 2 && sizeField < MIN_V2_SIZE_FIELD) {
+    return new CorruptRecordError(
+      `record batch length ${sizeField} is smaller than the minimum ${MIN_V2_SIZE_FIELD}`,
+      ctx,
+    );
+  }
+  return new CorruptRecordError(
+    `entry size ${sizeField} exceeds the limit of ${maxEntryBytes} bytes (maxEntryBytes)`,
+    ctx,
+  );
+}
+
+/**
+ * The bytes of a segment file around the read position: `buf` holds file positions
+ * [bufStart, bufStart + buf.length), and `pos` is where the next entry starts.
+ *
+ * Read-ahead: the chunk after the buffered bytes is read on libuv's pool while the caller works
+ * on the entries already handed out, so parsing and codecs never wait on a read. It lands
+ * `headroom` bytes into its buffer; at the refill only the partial entry at the end of the
+ * current buffer is copied in front of it. With reuseBuffers two dedicated buffers (never from
+ * Buffer's shared pool) take turns: `current` holds the entries being handed out, `spare` is free
+ * and the read-ahead's target.
+ */
+class ReadWindow {
+  buf: Buffer = Buffer.alloc(0);
+  bufStart: number;
+  pos: number;
+  private readonly chunkSize: number;
+  private readonly headroom: number;
+  private readonly bufferBytes: number;
+  private current: Buffer | undefined;
+  private spare: Buffer | undefined;
+  private ahead: Buffer | undefined;
+  private aheadStart = -1;
+  private aheadRead: Promise<number> | undefined;
+
+  constructor(
+    private readonly fh: FileHandle,
+    private readonly file: string,
+    private readonly fileSize: number,
+    start: number,
+    private readonly options: ReadSegmentOptions,
+  ) {
+    this.pos = start;
+    this.bufStart = start;
+    this.chunkSize = options.chunkSize ?? DEFAULT_CHUNK_SIZE;
+    this.headroom = this.chunkSize;
+    this.bufferBytes = this.headroom + this.chunkSize;
+  }
+
+  /** Whether the `n` bytes at `pos` are in `buf`. */
+  holds(n: number): boolean {
+    return this.pos >= this.bufStart && this.pos + n <= this.bufStart + this.buf.length;
+  }
+
+  /** Makes `buf` hold at least `need` bytes from `pos`; only once the entries before `pos` are handed out. */
+  async fill(need: number): Promise<void> {
+    const { pos, buf, bufStart, headroom } = this;
+    const keep = Math.max(0, bufStart + buf.length - pos);
+    let got = 0;
+    if (this.aheadRead !== undefined) {
+      const pending = this.aheadRead;
+      this.aheadRead = undefined;
+      const n = await pending;
+      // Usable when it starts exactly where the kept bytes end (always, unless a caller's
+      // startPosition moved `pos` past the buffer).
+      if (this.aheadStart === pos + keep) got = n;
+    }
+    if (got > 0 && keep <= headroom && keep + got >= need) {
+      const next = this.ahead!;
+      if (keep > 0) buf.copy(next, headroom - keep, pos - bufStart, buf.length);
+      this.take(next, headroom - keep, headroom + got);
+      return;
+    }
+    // First read, an entry larger than what is buffered and read ahead, or a short read-ahead.
+    const want = Math.min(Math.max(this.chunkSize, need, keep + got), this.fileSize - pos);
+    const next = Buffer.allocUnsafeSlow(want);
+    if (keep > 0) buf.copy(next, 0, pos - bufStart, buf.length);
+    let filled = keep;
+    if (got > 0) {
+      this.ahead!.copy(next, filled, headroom, headroom + got);
+      filled += got;
+    }
+    if (filled < want) filled += await this.readInto(next, filled, want - filled, pos + filled);
+    if (filled < need) {
+      throw new TruncatedDataError(`file shrank while reading: needed ${need} bytes, got ${filled}`, {
+        file: this.file,
+        position: pos,
+      });
+    }
+    this.take(next, 0, filled);
+  }
+
+  /** Waits for a read-ahead in flight (its failure is the caller's no more). */
+  async settle(): Promise<void> {
+    await this.aheadRead?.catch(() => {});
+  }
+
+  private take(next: Buffer, from: number, to: number): void {
+    this.buf = next.subarray(from, to);
+    this.bufStart = this.pos;
+    if (this.options.reuseBuffers) {
+      // The buffer being left holds only entries already handed out: free for the next read-ahead.
+      this.spare = this.current;
+      this.current = next;
+    }
+    this.readAhead();
+  }
+
+  private readAhead(): void {
+    const start = this.bufStart + this.buf.length;
+    const length = Math.min(this.chunkSize, this.fileSize - start);
+    if (length <= 0) return;
+    if (this.options.reuseBuffers) {
+      if (this.spare === undefined || this.spare.length < this.bufferBytes) {
+        this.spare = Buffer.allocUnsafeSlow(this.bufferBytes);
+      }
+      this.ahead = this.spare;
+    } else {
+      this.ahead = Buffer.allocUnsafeSlow(this.bufferBytes);
+    }
+    this.aheadStart = start;
+    this.aheadRead = this.readInto(this.ahead, this.headroom, length, start);
+    // Handled when awaited; a failure here must not surface as an unhandled rejection.
+    this.aheadRead.catch(() => {});
+  }
+
+  private async readInto(b: Buffer, at: number, length: number, filePos: number): Promise<number> {
+    let n = 0;
+    while (n < length) {
+      const { bytesRead } = await this.fh.read(b, at + n, length - n, filePos + n);
+      if (bytesRead === 0) break;
+      n += bytesRead;
+    }
+    return n;
   }
 }

@@ -1,5 +1,9 @@
-/** 'not-started': an interrupted run never reached it (or stopped it before its swap): untouched. */
-export type SegmentResult = 'converted' | 'skipped' | 'failed' | 'not-started';
+/**
+ * 'copied': written to outDir as it was (already in the target codec), with rebuilt indexes,
+ * verified; in place such a segment is 'skipped'. 'not-started': an interrupted run never reached
+ * it (or stopped it before its swap): untouched.
+ */
+export type SegmentResult = 'converted' | 'copied' | 'skipped' | 'failed' | 'not-started';
 
 /** Per segment, as JSON-ready as possible (bigints never appear here). */
 export interface SegmentReport {
@@ -47,6 +51,8 @@ export interface SegmentReport {
 export interface RunSummary {
   segments: number;
   converted: number;
+  /** Copied to outDir as they were (already in the target codec). */
+  copied: number;
   skipped: number;
   failed: number;
   /** Left as they were by an interrupted run. */
@@ -98,6 +104,7 @@ export function summarize(reports: SegmentReport[], wallMs?: number): RunSummary
   const s: RunSummary = {
     segments: reports.length,
     converted: 0,
+    copied: 0,
     skipped: 0,
     failed: 0,
     notStarted: 0,
@@ -165,6 +172,9 @@ function mix(m: Record<string, number>): string {
     .join(' ');
 }
 
+/** Converted or copied: an output was written. */
+const written = (r: SegmentReport) => r.result === 'converted' || r.result === 'copied';
+
 /** A fixed-width table for terminals, one line per segment plus a total line. */
 export function formatReportTable(
   reports: SegmentReport[],
@@ -175,8 +185,8 @@ export function formatReportTable(
     r.path,
     r.result,
     human(r.bytesIn),
-    r.result === 'converted' ? human(r.bytesOut) : '-',
-    r.result === 'converted' && r.bytesIn > 0 ? (r.bytesOut / r.bytesIn).toFixed(3) : '-',
+    written(r) ? human(r.bytesOut) : '-',
+    written(r) && r.bytesIn > 0 ? (r.bytesOut / r.bytesIn).toFixed(3) : '-',
     String(r.recordsIn),
     mix(r.codecMixIn),
     r.result === 'converted' ? r.throughputMBps.toFixed(1) : '-',
@@ -192,7 +202,7 @@ export function formatReportTable(
   ]);
   rows.push([
     `total (${summary.segments})`,
-    `${summary.converted} conv/${summary.skipped} skip/${summary.failed} fail${summary.notStarted ? `/${summary.notStarted} not started` : ''}`,
+    `${summary.converted} conv/${summary.copied ? `${summary.copied} copy/` : ''}${summary.skipped} skip/${summary.failed} fail${summary.notStarted ? `/${summary.notStarted} not started` : ''}`,
     human(summary.bytesIn),
     human(summary.bytesOut),
     summary.ratio ? summary.ratio.toFixed(3) : '-',

@@ -11,10 +11,11 @@
  *   source is gone are discarded, never brought back.
  */
 
+import path from 'node:path';
 import { assertBackupDirOutside } from './backup.js';
-import { findPartitionSegments, type SegmentFile } from './discovery.js';
+import type { SegmentFile } from './discovery.js';
 import { exists } from './fs-util.js';
-import { type MigrateOptions, type MigrateResult, runConversions } from './migrate.js';
+import { type MigrateOptions, type MigrateResult, plan, runConversions } from './migrate.js';
 import { SegmentFiles } from './names.js';
 import { findReadySegments } from './readiness.js';
 import { emptyReport, type SegmentReport, summarize } from './report.js';
@@ -152,35 +153,24 @@ export async function commitStage(logDir: string, options: TwoPhaseOptions): Pro
   if (options.backupDir) await assertBackupDirOutside(options.backupDir, [logDir]);
   const c = counts();
   c.discarded += await pruneStage(stage);
-  const found = await findPartitionSegments(stage.logDir, { includeActive: options.includeActive });
+  // Exactly what a plain migrate would convert (and leave).
+  const planned = await plan([stage.logDir], options);
+  for (const r of planned.skipped) options.onSegment?.(r);
   const key = stageOptionsKey(options);
-  const todo: SegmentFile[] = [];
+  const { todo, skipped } = planned;
   const spOf: string[] = [];
   const fresh: boolean[] = [];
-  const skipped: SegmentReport[] = [];
-  for (const part of found.partitions) {
-    const sp = stagePartitionDir(stage, part.partitionDir);
-    if (!options.includeActive && part.active) {
-      const r = emptyReport(part.active.path);
-      r.result = 'skipped';
-      r.reason = 'active-segment';
-      r.bytesIn = part.active.size;
-      skipped.push(r);
-      options.onSegment?.(r);
-    }
-    for (const s of part.eligible) {
-      const record = await readStageRecord(sp, s.baseOffset);
-      // Only to pick the thread: convertSegment checks it all (samples too) under the locks.
-      fresh.push(
-        record !== undefined &&
-          sameIdentity(await sourceIdentity(s.path), record.source) &&
-          JSON.stringify(record.options) === JSON.stringify(key),
-      );
-      todo.push(s);
-      spOf.push(sp);
-    }
+  for (const s of todo) {
+    const sp = stagePartitionDir(stage, path.dirname(s.path));
+    const record = await readStageRecord(sp, s.baseOffset);
+    // Only to pick the thread: convertSegment checks it all (samples too) under the locks.
+    fresh.push(
+      record !== undefined &&
+        sameIdentity(await sourceIdentity(s.path), record.source) &&
+        JSON.stringify(record.options) === JSON.stringify(key),
+    );
+    spOf.push(sp);
   }
-  // The staged segments of the active segment (includeActive off) stay: a later commit may use them.
   const { stageDir: _s, ...rest } = options;
   const { results, mode, interrupted } = await runConversions(
     {
@@ -202,8 +192,8 @@ export async function commitStage(logDir: string, options: TwoPhaseOptions): Pro
   return {
     reports: all,
     summary: summarize(all, performance.now() - started),
-    partitions: found.partitions.length,
-    ignored: found.ignored,
+    partitions: planned.partitions,
+    ignored: planned.ignored,
     interrupted,
     mode,
     stage,

@@ -207,201 +207,27 @@ export async function verifyRewrite(
   const timeIndexBytes = await readFile(out.timeindex);
   const checker = new IndexChecker(out.index, indexBytes, out.timeindex, timeIndexBytes, opts.baseOffset);
   const builder = new SegmentIndexBuilder(opts.baseOffset, { indexIntervalBytes: opts.indexIntervalBytes });
-  const common = {
-    maxEntryBytes: opts.maxEntryBytes,
-    signal: opts.signal,
+  const onOutputBatch = (position: number, size: number, lastOffset: bigint, maxTimestamp: bigint) => {
+    builder.append(position, size, lastOffset, maxTimestamp);
+    checker.batch(position, lastOffset, maxTimestamp);
   };
-  const proofs = opts.proofs;
-  const runs = opts.runs;
-  const srcOpts: CheckedEntryOptions = {
-    maxDecompressedBytes: opts.maxDecompressedBytes,
-    sourceCrcsChecked: opts.sourceCrcsChecked,
-    proven: proofs && ((position) => proofs.has(position)),
-  };
-  const outOpts: CheckedEntryOptions = {
-    maxDecompressedBytes: opts.maxDecompressedBytes,
-    v2Only: true,
-    onEntry: (info) => {
-      builder.append(info.position, info.size, info.lastOffset, info.maxTimestamp);
-      checker.batch(info.position, info.lastOffset, info.maxTimestamp);
-    },
-  };
-  const src = new EntryCursor(source, { ...common, acceptTruncatedTail: opts.acceptTruncatedTail });
-  const dst = new EntryCursor(out.log, common);
-  const mismatch = (field: string, detail: string, position?: number, offset?: bigint) =>
-    new VerifyMismatchError(field, detail, { file: out.log, position, offset });
-
-  // The lockstep: the output batch being matched, its records, and the next one to match.
-  let outBatch: CheckedEntry | null = null;
-  let outRecords: LogicalRecord[] = [];
-  let nextRecord = 0;
-  const nextOut = async (): Promise<CheckedEntry | null> => {
-    if (!(await dst.ready())) return null;
-    return checkedEntryOf(dst.take(), out.log, outOpts);
-  };
-
-  /** A proven run of legacy entries starting at the source cursor (see UpconvertedRunProofs). */
-  const checkRun = async (run: UpconvertedRun): Promise<void> => {
-    // The run's bytes are checksummed a chunk at a time, not walked entry by entry: with the
-    // CRC-32 equal they are the entries convert read (all legacy, ending where the run ends), and
-    // the reader has checked their framing.
-    let crc = 0;
-    while (src.position < run.sourceEnd) {
-      if (!(await src.ready())) break;
-      const from = src.p;
-      src.p = Math.min(src.end, src.p + (run.sourceEnd - src.position));
-      crc = crc32Range(src.bytes, from, src.p, crc);
-    }
-    if (src.position !== run.sourceEnd || crc !== run.sourceCrc) {
-      throw new VerifyMismatchError(
-        'source',
-        `legacy entries [${run.sourceStart}, ${run.sourceEnd}) are not the bytes converted (read back to ${src.position})`,
-        { file: source, position: run.sourceStart },
-      );
-    }
-    let outCrc = 0;
-    let batches = 0;
-    if (!(await dst.ready()) || dst.position !== run.outputStart) {
-      throw mismatch(
-        'batch',
-        `batches of the legacy entries at ${run.sourceStart} are missing`,
-        run.outputStart,
-      );
-    }
-    while (dst.position < run.outputEnd) {
-      if (!(await dst.ready())) break;
-      const from = dst.p;
-      const b = dst.bytes;
-      while (dst.p < dst.end && dst.position < run.outputEnd) {
-        const p = dst.p;
-        const size = entrySizeAt(b, p);
-        const position = dst.position;
-        if (b[p + 16] !== 2 || crc32cRange(b, p + 21, p + size) !== b.readUInt32BE(p + 17)) {
-          // Not a v2 batch, or a wrong CRC: the usual checks say which, with the usual error.
-          checkedEntryOf(dst.take(), out.log, outOpts);
-          throw mismatch('batch', 'rewritten batch failed its checks', position);
-        }
-        const lastOffset = b.readBigInt64BE(p) + BigInt(b.readInt32BE(p + 23));
-        const maxTimestamp = b.readBigInt64BE(p + 35);
-        builder.append(position, size, lastOffset, maxTimestamp);
-        checker.batch(position, lastOffset, maxTimestamp);
-        batches++;
-        dst.p += size;
-      }
-      outCrc = crc32Range(b, from, dst.p, outCrc);
-    }
-    if (dst.position !== run.outputEnd || outCrc !== run.outputCrc || batches !== run.batches) {
-      throw mismatch(
-        'batch',
-        `batches [${run.outputStart}, ${run.outputEnd}) are not the ones written and proven for the legacy entries at ${run.sourceStart}`,
-        run.outputStart,
-      );
-    }
-  };
-
+  const lockstep = new Lockstep(source, out.log, opts, onOutputBatch);
   try {
-    while (await src.ready()) {
-      if (src.bytes[src.p + 16] < 2 && runs) {
-        const run = runs.take(src.position);
-        if (run) {
-          if (outBatch && nextRecord < outRecords.length) {
-            throw mismatch(
-              'batch boundary',
-              'rewritten batch continues past a source batch boundary',
-              outBatch.position,
-              outRecords[nextRecord].offset,
-            );
-          }
-          outBatch = null;
-          outRecords = [];
-          nextRecord = 0;
-          await checkRun(run);
-          continue;
-        }
-      }
-      const sourceEntry = checkedEntryOf(src.take(), source, srcOpts);
-      if (sourceEntry.header) {
-        if (outBatch && nextRecord < outRecords.length) {
-          throw mismatch(
-            'batch boundary',
-            'rewritten batch continues past a source batch boundary',
-            outBatch.position,
-            outRecords[nextRecord].offset,
-          );
-        }
-        outBatch = await nextOut();
-        outRecords = [];
-        nextRecord = 0;
-        if (!outBatch)
-          throw mismatch(
-            'batch',
-            `source batch at ${sourceEntry.position} is missing`,
-            undefined,
-            sourceEntry.header.baseOffset,
-          );
-        if (!outBatch.header) throw mismatch('magic', 'rewritten entry is not a v2 batch', outBatch.position);
-        const f = headerDiff(sourceEntry.header, outBatch.header);
-        if (f !== null) {
-          throw mismatch(
-            f,
-            `${String(sourceEntry.header[f as keyof RecordBatchHeader])} vs ${String(outBatch.header[f as keyof RecordBatchHeader])}`,
-            outBatch.position,
-            sourceEntry.header.baseOffset,
-          );
-        }
-        const proof = opts.proofs?.take(sourceEntry.position);
-        if (proof) {
-          // Same header fields as the source, and the bytes convert proved hold the source's
-          // records (their CRC was just checked over the bytes read back): the same records.
-          if (outBatch.header.crc !== proof.crc || outBatch.bytes.length !== proof.size) {
-            throw mismatch(
-              'batch',
-              `rewritten batch is not the one written (CRC ${outBatch.header.crc} vs ${proof.crc}, ${outBatch.bytes.length} vs ${proof.size} bytes)`,
-              outBatch.position,
-              sourceEntry.header.baseOffset,
-            );
-          }
-          continue;
-        }
-        const sourceRecords = sourceEntry.records();
-        outRecords = outBatch.records();
-        if (sourceRecords.length !== outRecords.length) {
-          throw mismatch(
-            'records',
-            `${sourceRecords.length} vs ${outRecords.length} records`,
-            outBatch.position,
-            sourceEntry.header.baseOffset,
-          );
-        }
-        for (let k = 0; k < sourceRecords.length; k++) {
-          const d = logicalRecordsEqual(sourceRecords[k], outRecords[k]);
-          if (d !== null) throw mismatch(d.split(':')[0], d, outBatch.position, sourceRecords[k].offset);
-        }
-        nextRecord = outRecords.length;
-      } else {
-        for (const r of sourceEntry.records()) {
-          while (!outBatch || nextRecord >= outRecords.length) {
-            outBatch = await nextOut();
-            nextRecord = 0;
-            if (!outBatch)
-              throw mismatch('record', `record at offset ${r.offset} is missing`, undefined, r.offset);
-            outRecords = outBatch.records();
-          }
-          const d = logicalRecordsEqual(r, outRecords[nextRecord]);
-          if (d !== null) throw mismatch(d.split(':')[0], d, outBatch.position, r.offset);
-          nextRecord++;
-        }
-      }
-    }
-    if (outBatch && nextRecord < outRecords.length)
-      throw mismatch('record', 'extra record', outBatch.position, outRecords[nextRecord].offset);
-    const extra = await nextOut();
-    if (extra) throw mismatch('batch', 'extra batch', extra.position, extra.header?.baseOffset);
+    await lockstep.run();
   } finally {
-    await src.close();
-    await dst.close();
+    await lockstep.close();
   }
+  checkIndexes(out, builder, checker, indexBytes, timeIndexBytes);
+}
 
+/** The index files must be the recovery rule's for the new log and pass kafka-dump-log's checks. */
+function checkIndexes(
+  out: RewriteFiles,
+  builder: SegmentIndexBuilder,
+  checker: IndexChecker,
+  indexBytes: Buffer,
+  timeIndexBytes: Buffer,
+): void {
   const expected = builder.finish();
   if (!Buffer.from(expected.offsetIndex).equals(indexBytes)) {
     throw new VerifyMismatchError('.index', 'offset index differs from the one the new log gives', {
@@ -419,11 +245,235 @@ export async function verifyRewrite(
     throw new VerifyMismatchError(
       `${p.file.endsWith('.timeindex') ? '.timeindex' : '.index'} entry ${p.entry}`,
       p.message,
-      {
-        file: p.file,
-        offset: p.offset,
-      },
+      { file: p.file, offset: p.offset },
     );
+  }
+}
+
+/**
+ * The source and the rewritten log walked side by side. The output side is always a v2 batch and
+ * the records in it not yet matched; the source side moves one entry (or one proven run) a step.
+ */
+class Lockstep {
+  private readonly src: EntryCursor;
+  private readonly dst: EntryCursor;
+  private readonly srcOpts: CheckedEntryOptions;
+  private readonly outOpts: CheckedEntryOptions;
+  /** The output batch being matched, its records, and the next of them to match. */
+  private outBatch: CheckedEntry | null = null;
+  private outRecords: LogicalRecord[] = [];
+  private nextRecord = 0;
+
+  constructor(
+    private readonly source: string,
+    private readonly outLog: string,
+    private readonly opts: VerifyRewriteOptions,
+    private readonly onOutputBatch: (
+      position: number,
+      size: number,
+      lastOffset: bigint,
+      maxTimestamp: bigint,
+    ) => void,
+  ) {
+    const common = { maxEntryBytes: opts.maxEntryBytes, signal: opts.signal };
+    this.src = new EntryCursor(source, { ...common, acceptTruncatedTail: opts.acceptTruncatedTail });
+    this.dst = new EntryCursor(outLog, common);
+    const proofs = opts.proofs;
+    this.srcOpts = {
+      maxDecompressedBytes: opts.maxDecompressedBytes,
+      sourceCrcsChecked: opts.sourceCrcsChecked,
+      proven: proofs && ((position) => proofs.has(position)),
+    };
+    this.outOpts = {
+      maxDecompressedBytes: opts.maxDecompressedBytes,
+      v2Only: true,
+      onEntry: (info) => onOutputBatch(info.position, info.size, info.lastOffset, info.maxTimestamp),
+    };
+  }
+
+  async run(): Promise<void> {
+    const { src, opts } = this;
+    while (await src.ready()) {
+      const run = src.bytes[src.p + 16] < 2 ? opts.runs?.take(src.position) : undefined;
+      if (run) {
+        this.endOfSourceBatch();
+        await this.checkRun(run);
+        continue;
+      }
+      const sourceEntry = checkedEntryOf(src.take(), this.source, this.srcOpts);
+      if (sourceEntry.header) await this.checkBatch(sourceEntry, sourceEntry.header);
+      else await this.checkLegacyEntry(sourceEntry);
+    }
+    const { outBatch, outRecords, nextRecord } = this;
+    if (outBatch && nextRecord < outRecords.length)
+      throw this.mismatch('record', 'extra record', outBatch.position, outRecords[nextRecord].offset);
+    const extra = await this.nextOut();
+    if (extra) throw this.mismatch('batch', 'extra batch', extra.position, extra.header?.baseOffset);
+  }
+
+  async close(): Promise<void> {
+    await this.src.close();
+    await this.dst.close();
+  }
+
+  private mismatch(field: string, detail: string, position?: number, offset?: bigint): VerifyMismatchError {
+    return new VerifyMismatchError(field, detail, { file: this.outLog, position, offset });
+  }
+
+  private async nextOut(): Promise<CheckedEntry | null> {
+    if (!(await this.dst.ready())) return null;
+    return checkedEntryOf(this.dst.take(), this.outLog, this.outOpts);
+  }
+
+  /** A source batch boundary: the output batch must end here too. */
+  private endOfSourceBatch(): void {
+    const { outBatch, outRecords, nextRecord } = this;
+    if (outBatch && nextRecord < outRecords.length) {
+      throw this.mismatch(
+        'batch boundary',
+        'rewritten batch continues past a source batch boundary',
+        outBatch.position,
+        outRecords[nextRecord].offset,
+      );
+    }
+    this.outBatch = null;
+    this.outRecords = [];
+    this.nextRecord = 0;
+  }
+
+  /** A v2 source batch maps to exactly one output batch with the same header fields. */
+  private async checkBatch(sourceEntry: CheckedEntry, header: RecordBatchHeader): Promise<void> {
+    this.endOfSourceBatch();
+    const outBatch = await this.nextOut();
+    this.outBatch = outBatch;
+    if (!outBatch)
+      throw this.mismatch(
+        'batch',
+        `source batch at ${sourceEntry.position} is missing`,
+        undefined,
+        header.baseOffset,
+      );
+    if (!outBatch.header)
+      throw this.mismatch('magic', 'rewritten entry is not a v2 batch', outBatch.position);
+    const f = headerDiff(header, outBatch.header);
+    if (f !== null) {
+      throw this.mismatch(
+        f,
+        `${String(header[f as keyof RecordBatchHeader])} vs ${String(outBatch.header[f as keyof RecordBatchHeader])}`,
+        outBatch.position,
+        header.baseOffset,
+      );
+    }
+    const proof = this.opts.proofs?.take(sourceEntry.position);
+    if (proof) {
+      // Same header fields as the source, and the bytes convert proved hold the source's
+      // records (their CRC was just checked over the bytes read back): the same records.
+      if (outBatch.header.crc !== proof.crc || outBatch.bytes.length !== proof.size) {
+        throw this.mismatch(
+          'batch',
+          `rewritten batch is not the one written (CRC ${outBatch.header.crc} vs ${proof.crc}, ${outBatch.bytes.length} vs ${proof.size} bytes)`,
+          outBatch.position,
+          header.baseOffset,
+        );
+      }
+      return;
+    }
+    const sourceRecords = sourceEntry.records();
+    this.outRecords = outBatch.records();
+    if (sourceRecords.length !== this.outRecords.length) {
+      throw this.mismatch(
+        'records',
+        `${sourceRecords.length} vs ${this.outRecords.length} records`,
+        outBatch.position,
+        header.baseOffset,
+      );
+    }
+    for (let k = 0; k < sourceRecords.length; k++) {
+      const d = logicalRecordsEqual(sourceRecords[k], this.outRecords[k]);
+      if (d !== null) throw this.mismatch(d.split(':')[0], d, outBatch.position, sourceRecords[k].offset);
+    }
+    this.nextRecord = this.outRecords.length;
+  }
+
+  /** A legacy entry's records continue the output's record stream (batches may span entries). */
+  private async checkLegacyEntry(sourceEntry: CheckedEntry): Promise<void> {
+    for (const r of sourceEntry.records()) {
+      while (!this.outBatch || this.nextRecord >= this.outRecords.length) {
+        this.outBatch = await this.nextOut();
+        this.nextRecord = 0;
+        if (!this.outBatch)
+          throw this.mismatch('record', `record at offset ${r.offset} is missing`, undefined, r.offset);
+        this.outRecords = this.outBatch.records();
+      }
+      const d = logicalRecordsEqual(r, this.outRecords[this.nextRecord]);
+      if (d !== null) throw this.mismatch(d.split(':')[0], d, this.outBatch.position, r.offset);
+      this.nextRecord++;
+    }
+  }
+
+  /** A proven run of legacy entries starting at the source cursor (see UpconvertedRunProofs). */
+  private async checkRun(run: UpconvertedRun): Promise<void> {
+    await this.checkRunSource(run);
+    const { dst } = this;
+    if (!(await dst.ready()) || dst.position !== run.outputStart) {
+      throw this.mismatch(
+        'batch',
+        `batches of the legacy entries at ${run.sourceStart} are missing`,
+        run.outputStart,
+      );
+    }
+    let outCrc = 0;
+    let batches = 0;
+    while (dst.position < run.outputEnd) {
+      if (!(await dst.ready())) break;
+      const from = dst.p;
+      const b = dst.bytes;
+      while (dst.p < dst.end && dst.position < run.outputEnd) {
+        const p = dst.p;
+        const size = entrySizeAt(b, p);
+        const position = dst.position;
+        if (b[p + 16] !== 2 || crc32cRange(b, p + 21, p + size) !== b.readUInt32BE(p + 17)) {
+          // Not a v2 batch, or a wrong CRC: the usual checks say which, with the usual error.
+          checkedEntryOf(dst.take(), this.outLog, this.outOpts);
+          throw this.mismatch('batch', 'rewritten batch failed its checks', position);
+        }
+        const lastOffset = b.readBigInt64BE(p) + BigInt(b.readInt32BE(p + 23));
+        this.onOutputBatch(position, size, lastOffset, b.readBigInt64BE(p + 35));
+        batches++;
+        dst.p += size;
+      }
+      outCrc = crc32Range(b, from, dst.p, outCrc);
+    }
+    if (dst.position !== run.outputEnd || outCrc !== run.outputCrc || batches !== run.batches) {
+      throw this.mismatch(
+        'batch',
+        `batches [${run.outputStart}, ${run.outputEnd}) are not the ones written and proven for the legacy entries at ${run.sourceStart}`,
+        run.outputStart,
+      );
+    }
+  }
+
+  /**
+   * The run's source bytes are checksummed a chunk at a time, not walked entry by entry: with the
+   * CRC-32 equal they are the entries convert read (all legacy, ending where the run ends), and
+   * the reader has checked their framing.
+   */
+  private async checkRunSource(run: UpconvertedRun): Promise<void> {
+    const { src } = this;
+    let crc = 0;
+    while (src.position < run.sourceEnd) {
+      if (!(await src.ready())) break;
+      const from = src.p;
+      src.p = Math.min(src.end, src.p + (run.sourceEnd - src.position));
+      crc = crc32Range(src.bytes, from, src.p, crc);
+    }
+    if (src.position !== run.sourceEnd || crc !== run.sourceCrc) {
+      throw new VerifyMismatchError(
+        'source',
+        `legacy entries [${run.sourceStart}, ${run.sourceEnd}) are not the bytes converted (read back to ${src.position})`,
+        { file: this.source, position: run.sourceStart },
+      );
+    }
   }
 }
 

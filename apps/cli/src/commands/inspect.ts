@@ -93,9 +93,14 @@ export async function inspect(
 }
 
 async function inspectFile(file: string, ctx: CommandContext, options: InspectOptions): Promise<boolean> {
-  if (!options.json) ctx.out.line(`Dumping ${file}`);
   const name = path.basename(file);
   const suffix = name.includes('.') ? name.slice(name.lastIndexOf('.')) : '';
+  if (['.log', '.index', '.timeindex'].includes(suffix)) {
+    // A file that cannot be dumped is said so alone, not after a 'Dumping' line.
+    baseOffsetOfFile(file);
+    await stat(file);
+  }
+  if (!options.json) ctx.out.line(`Dumping ${file}`);
   switch (suffix) {
     case '.log':
       return dumpLog(file, ctx, options);

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CompressionType } from '@seglift/format';
 import { built, needs } from '@seglift/testkit';
@@ -80,6 +80,33 @@ describe('seglift migrate', () => {
     );
   });
 
+  it('follows the archive switch (readiness.requireRolled false): each newest segment once unchanged for quietMs', async () => {
+    const dir = logDir();
+    const config = path.join(tmpDir(), 'archive.yaml');
+    writeFileSync(config, 'readiness:\n  requireRolled: false\n  quietMs: 600000\n');
+    const newest0 = path.join(dir, 'orders-0', '00000000000000000020.log');
+    const old = new Date(Date.now() - 3_600_000);
+    utimesSync(newest0, old, old);
+    const r = await run(['migrate', dir, '--config', config, '--concurrency', '1', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const reports = lines(r.stdout)
+      .map((l) => JSON.parse(l))
+      .filter((o) => o.type === 'segment');
+    // orders-0's newest has been quiet for an hour: converted. orders-1's was just written (a copy
+    // may still be writing it): left alone, and the report says why.
+    expect(reports.find((o) => o.path === newest0)).toMatchObject({ result: 'converted' });
+    expect(
+      reports.find((o) => o.path === path.join(dir, 'orders-1', '00000000000000000020.log')),
+    ).toMatchObject({
+      result: 'skipped',
+      reason: 'still-changing',
+    });
+    const text = await run(['migrate', dir, '--config', config, '--quiet']);
+    expect(text.stdout).toMatch(
+      /settings: .*archive: newest segments once unchanged for 600000 ms \(readiness\.requireRolled false, file .*archive\.yaml\)/,
+    );
+  });
+
   it('a corrupt segment fails the run with exit 1 and its reason', async () => {
     const dir = logDir();
     const bad = path.join(dir, 'orders-0', '00000000000000000030.log');
@@ -99,6 +126,9 @@ describe('seglift migrate', () => {
     expect((await run(['migrate', '--codec', 'zstd'])).code).toBe(2);
     expect((await run(['migrate', dir, '--codec', 'zstd', '--concurrency', '0'])).code).toBe(2);
     expect((await run(['migrate', tmpDir(), '--codec', 'zstd'])).code).toBe(2);
+    const missing = await run(['migrate', '/nonexistent-seglift-dir', '--codec', 'zstd']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr.split('\n')[0]).toBe('error: /nonexistent-seglift-dir: no such file or directory');
   });
 });
 
@@ -167,7 +197,7 @@ describe('seglift migrate --prepare / --commit', () => {
 });
 
 describe('seglift migrate, interrupted', () => {
-  const cli = path.resolve(import.meta.dirname, '../../dist/main.js');
+  const cli = path.resolve(import.meta.dirname, '../../dist/seglift');
   /** 24 partitions, each with a closed ~1 MiB segment of v0 messages and an active one. */
   function bigDir(): string {
     const dir = tmpDir();
@@ -188,17 +218,13 @@ describe('seglift migrate, interrupted', () => {
         // so the run is stopped mid-way whatever the speed of this machine.
         const holdFile = path.join(tmpDir(), 'hold');
         writeFileSync(holdFile, '');
-        const child = spawn(
-          process.execPath,
-          [cli, 'migrate', dir, '--codec', 'zstd', '--concurrency', '1', '--json'],
-          {
-            env: {
-              ...process.env,
-              SEGLIFT_TEST_HOLD_AFTER: 'create:.log.seglift-tmp@2',
-              SEGLIFT_TEST_HOLD_WHILE: holdFile,
-            },
+        const child = spawn(cli, ['migrate', dir, '--codec', 'zstd', '--concurrency', '1', '--json'], {
+          env: {
+            ...process.env,
+            SEGLIFT_TEST_HOLD_AFTER: 'create:.log.seglift-tmp@2',
+            SEGLIFT_TEST_HOLD_WHILE: holdFile,
           },
-        );
+        });
         let out = '';
         let err = '';
         let sent = false;

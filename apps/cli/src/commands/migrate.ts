@@ -7,6 +7,7 @@ import {
   type MigrateResult,
   migrate,
   prepareStage,
+  type ReadinessRules,
   type RunSummary,
   type SegmentReport,
   type StageCounts,
@@ -18,13 +19,15 @@ import { reportFailures } from '../failures.js';
 import { toJsonLine } from '../io.js';
 import { ProgressBar } from '../progress.js';
 import {
+  archiveHelp,
+  includeActiveRules,
   loadSettings,
   PIPELINE_ARG_OPTIONS,
   PIPELINE_HELP,
   settingsJson,
   settingsLine,
 } from '../settings.js';
-import { formatBytes, formatDuration } from '../table.js';
+import { count, formatBytes, formatDuration } from '../table.js';
 import { noSegmentsMessage } from '../targets.js';
 
 const HELP = `Usage: seglift migrate <dir>... [options]
@@ -32,14 +35,14 @@ const HELP = `Usage: seglift migrate <dir>... [options]
 Convert every closed segment under each <dir> (a broker log.dir, a parent of several, or one
 partition directory) in place: magic 0/1 upconverted to v2, batches recompressed to the target
 codec, indexes rebuilt, each result verified against its original before a crash-safe swap.
-Embedded mode: no Redis, a worker_threads pool in this process (Ctrl-C stops cleanly). The active (last)
-segment of each partition is left alone unless --include-active. Stop the brokers that own
-these directories first.
+Embedded mode: no Redis, a worker_threads pool in this process. The active (last) segment of
+each partition is left alone unless --include-active or the archive switch below. Stop the
+brokers that own these directories first; 'seglift audit' says how much free space it needs.
 
 Options:
 ${PIPELINE_HELP}
   --backup-dir DIR          copy every original to DIR/<partition>/ before replacing it
-  --include-active          convert the active segments too (only with the broker stopped)
+  --include-active          convert the active segments too, now (only with the broker stopped)
   --concurrency N           segments converted at the same time (worker.concurrency,
                             default: CPU count)
   --prepare                 two-phase, step 1, broker RUNNING: convert and verify every rolled
@@ -60,17 +63,26 @@ ${PIPELINE_HELP}
 Sizes accept k/m/g suffixes. An invalid configuration (file, environment or flags) lists
 every problem and exits with 2; 'seglift config print' shows the settings without the flags.
 
+${archiveHelp('migrate')}
+
 The summary gives segments converted/skipped/failed, bytes before and after, the ratio, the
 time taken, and every failure with its reason (also on stderr as error[CODE]: ...). With
 --prepare or --commit one <dir> is given (one stage dir per log dir), and a 'stage:' line says
 how many segments were staged (or committed from the stage), converted at commit, discarded.
 'seglift audit' tells the stage space a prepare needs. Procedure: docs/operator-guide.md.
 
+Ctrl-C (or SIGTERM) stops handing out segments: the ones converting finish or roll back, the
+rest are left as they were, and the exit code is 130 (143). Run the same command again to
+resume: converted segments are skipped (already in the target codec). A second Ctrl-C stops at
+once; that is crash-safe too (the next run completes or rolls back what it finds).
+
 ${EXIT_CODES_HELP}
 `;
 
 export interface MigrateCliOptions extends PipelineOptions {
   includeActive?: boolean;
+  /** The archive switch (readiness.requireRolled, readiness.quietMs); includeActive overrides it. */
+  readiness?: ReadinessRules;
   concurrency?: number;
   json?: boolean;
   quiet?: boolean;
@@ -121,9 +133,11 @@ export const migrateCommand: Command = {
           'migrate',
         );
     }
+    const includeActive = flag(p, 'include-active');
     return migrateDirs(dirs, ctx, {
       ...pipelineOptions(config),
-      includeActive: flag(p, 'include-active'),
+      includeActive,
+      readiness: includeActive ? includeActiveRules() : config.readiness,
       concurrency: config.worker.concurrency,
       json: flag(p, 'json'),
       quiet: flag(p, 'quiet'),
@@ -234,7 +248,7 @@ export function summaryLine(s: RunSummary, reports: SegmentReport[]): string {
     convOut += r.bytesOut;
   }
   return (
-    `converted ${s.converted} segments, skipped ${s.skipped}, failed ${s.failed}` +
+    `converted ${count(s.converted, 'segment')}, skipped ${s.skipped}, failed ${s.failed}` +
     `${s.notStarted ? `, not started ${s.notStarted}` : ''}: ` +
     `${formatBytes(convIn)} -> ${formatBytes(convOut)}${s.ratio ? ` (ratio ${s.ratio.toFixed(3)})` : ''} ` +
     `in ${formatDuration(s.durationMs)}`
