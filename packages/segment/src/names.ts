@@ -43,6 +43,8 @@ export const STAGE_DIR_MARKER = '.seglift-stage';
  * and the staged files. Written last: staged files without it are unfinished.
  */
 export const STAGE_RECORD_SUFFIX = '.seglift-stage.json';
+/** At a stage dir's root while a prepare or commit runs: one at a time (each prunes the stage). */
+export const STAGE_LOCK_NAME = 'seglift.stage.lock';
 
 /** The KRaft metadata log (KafkaRaftServer.MetadataTopic): never loaded as a partition log. */
 export const METADATA_TOPIC = '__cluster_metadata';

@@ -27,23 +27,21 @@ import { StageDirError } from './errors.js';
 import { exists } from './fs-util.js';
 import { fsyncDir, mkdirp, removeIfExists, rename, writeWholeFile } from './fsops.js';
 import {
-  INDEX_SUFFIX,
-  LOG_SUFFIX,
   offsetOfFileName,
   parseSegmentName,
   SegmentFiles,
   STAGE_DIR_MARKER,
   STAGE_RECORD_SUFFIX,
-  TIMEINDEX_SUFFIX,
   TMP_SUFFIX,
 } from './names.js';
 import { isInside, realpathOfNearest } from './roots.js';
+import { REWRITTEN } from './swap.js';
 
 /** Head and tail bytes of a source digested again at commit (see the header). */
 export const SOURCE_SAMPLE_BYTES = 64 * 1024;
 
-/** The staged files, by suffix. */
-export const STAGED = [LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX] as const;
+/** The staged files, by suffix: the ones a rewrite replaces. */
+export const STAGED = REWRITTEN;
 
 /** Who a file is: nanosecond mtime and 64-bit device/inode numbers, as decimal strings. */
 export interface SourceIdentity {

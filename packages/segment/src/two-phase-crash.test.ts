@@ -54,6 +54,7 @@ describe('a crash right after every filesystem change of a commit, then a broker
         }
         for (const withCleaned of [false, true]) await brokerServes(part, part.pdir, withCleaned);
         await killLocks(part.pdir);
+        await killLocks(stageDir);
         const rerun = await commit(part, stageDir);
         expect(rerun.summary.failed).toBe(0);
         // Everything converted, the stage used up; then crash-partition's own checks (the rerun

@@ -11,12 +11,15 @@
  *   source is gone are discarded, never brought back.
  */
 
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { assertBackupDirOutside } from './backup.js';
 import type { SegmentFile } from './discovery.js';
 import { exists } from './fs-util.js';
+import { removeIfExists } from './fsops.js';
+import { acquireFileLock, isStaleLockTemp } from './lock.js';
 import { type MigrateOptions, type MigrateResult, plan, runConversions } from './migrate.js';
-import { SegmentFiles } from './names.js';
+import { SegmentFiles, STAGE_LOCK_NAME } from './names.js';
 import { findReadySegments } from './readiness.js';
 import { emptyReport, type SegmentReport, summarize } from './report.js';
 import {
@@ -59,6 +62,24 @@ export interface TwoPhaseResult extends MigrateResult {
   counts: StageCounts;
 }
 
+/**
+ * One prepare or commit per stage dir at a time: each removes staged files it finds unfinished,
+ * which would be another run's work in progress.
+ */
+async function withStageLock<T>(stage: StageDir, run: () => Promise<T>): Promise<T> {
+  const lock = await acquireFileLock(path.join(stage.root, STAGE_LOCK_NAME), 'stage dir');
+  try {
+    // Temp files of a dead run's lock taking (recoverLeftovers' rule for partition locks).
+    for (const n of await readdir(stage.root)) {
+      const p = path.join(stage.root, n);
+      if (n.startsWith(`${STAGE_LOCK_NAME}.`) && (await isStaleLockTemp(p))) await removeIfExists(p);
+    }
+    return await run();
+  } finally {
+    await lock.release().catch(() => {});
+  }
+}
+
 function counts(): StageCounts {
   return { staged: 0, alreadyStaged: 0, changed: 0, discarded: 0, convertedAtCommit: 0 };
 }
@@ -85,8 +106,12 @@ async function pruneStage(stage: StageDir): Promise<number> {
 
 /** Converts and verifies every ready segment of `logDir` into the stage dir (broker running). */
 export async function prepareStage(logDir: string, options: TwoPhaseOptions): Promise<TwoPhaseResult> {
-  const started = performance.now();
   const stage = await openStageDir(options.stageDir, logDir, true);
+  return withStageLock(stage, () => prepare(stage, options));
+}
+
+async function prepare(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPhaseResult> {
+  const started = performance.now();
   const c = counts();
   c.discarded += await pruneStage(stage);
   // The watcher's rules on a live broker's dir: rolled segments only.
@@ -148,9 +173,13 @@ export async function prepareStage(logDir: string, options: TwoPhaseOptions): Pr
  * migrate of `logDir` converts, with the same crash-safe swap.
  */
 export async function commitStage(logDir: string, options: TwoPhaseOptions): Promise<TwoPhaseResult> {
-  const started = performance.now();
   const stage = await openStageDir(options.stageDir, logDir, false);
   if (options.backupDir) await assertBackupDirOutside(options.backupDir, [logDir]);
+  return withStageLock(stage, () => commit(stage, options));
+}
+
+async function commit(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPhaseResult> {
+  const started = performance.now();
   const c = counts();
   c.discarded += await pruneStage(stage);
   // Exactly what a plain migrate would convert (and leave).
