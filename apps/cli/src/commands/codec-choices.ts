@@ -1,5 +1,6 @@
 import { type CodecName, codecId, defaultLevel, recompressRecordBatch } from '@seglift/format';
-import { type Grouping, Upconverter } from '@seglift/legacy';
+import { Upconverter } from '@seglift/legacy';
+import type { ConvertOptions } from '@seglift/segment';
 
 /**
  * What audit shows besides its estimate for the chosen codec: the same sample of the data a
@@ -55,15 +56,11 @@ export class CodecSample {
   }
 }
 
-export interface RewriteSettings {
-  codec: CodecName;
-  level?: number;
-  grouping?: Grouping;
-  coalesceBytes?: number;
-  maxBatchBytes?: number;
-  onlyIfSmaller?: boolean;
-  maxDecompressedBatchBytes?: number;
-}
+/** The settings a migrate rewrites with (the codec and level vary between the choices). */
+export type RewriteSettings = { codec: CodecName } & Pick<
+  ConvertOptions,
+  'level' | 'grouping' | 'coalesceBytes' | 'maxBatchBytes' | 'onlyIfSmaller' | 'maxDecompressedBatchBytes'
+>;
 
 /** Rewrites the sample with the chosen settings and with each alternative codec and level. */
 export function compareCodecs(sample: CodecSample, chosen: RewriteSettings): CodecChoice[] {
