@@ -20,6 +20,7 @@ export const ENV_VARS: ReadonlyArray<{ env: string; path: string; type: EnvType 
   { env: 'SEGLIFT_MAX_BATCH_BYTES', path: 'maxBatchBytes', type: 'int' },
   { env: 'SEGLIFT_ONLY_IF_SMALLER', path: 'onlyIfSmaller', type: 'bool' },
   { env: 'SEGLIFT_BACKUP_DIR', path: 'backupDir', type: 'string' },
+  { env: 'SEGLIFT_STAGE_DIR', path: 'stageDir', type: 'string' },
   { env: 'SEGLIFT_REDIS_URL', path: 'redis.url', type: 'string' },
   { env: 'SEGLIFT_QUEUE_NAME', path: 'queue.name', type: 'string' },
   { env: 'SEGLIFT_QUEUE_PREFIX', path: 'queue.prefix', type: 'string' },

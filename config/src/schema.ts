@@ -65,6 +65,11 @@ export const ConfigSchema = z.strictObject({
   onlyIfSmaller: z.boolean().default(false),
   /** Keep the original files here before swapping (absolute); omitted = no backup. */
   backupDir: absolutePath.optional(),
+  /**
+   * Two-phase migration's stage dir (absolute): `migrate --prepare` converts into it while the
+   * broker runs, `migrate --commit` swaps from it. Same filesystem as the log dir, outside it.
+   */
+  stageDir: absolutePath.optional(),
   redis: z.strictObject({ url: redisUrl.default('redis://127.0.0.1:6379') }).prefault({}),
   queue: z
     .strictObject({ name: redisName.default('segments'), prefix: redisName.default('seglift') })

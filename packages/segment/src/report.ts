@@ -37,6 +37,13 @@ export interface SegmentReport {
   /** Bytes of a partial trailing entry dropped under acceptTruncatedTail. */
   truncatedTailBytes: number;
   backupPaths?: string[];
+  /**
+   * Two-phase migration. Prepare: 'staged' (verified conversion and record in the stage dir),
+   * 'changed'/'gone' (the source was replaced or deleted while read: nothing staged). Commit:
+   * 'committed' (the staged files swapped in), 'discarded' (the staged segment no longer matched
+   * its source or the options: converted now instead).
+   */
+  stage?: 'staged' | 'changed' | 'gone' | 'committed' | 'discarded';
   durationMs: number;
   throughputMBps: number;
 }

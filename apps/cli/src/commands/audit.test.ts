@@ -59,6 +59,8 @@ describe('seglift audit', () => {
       convertBytes: 104,
       // v2/none batch kept (72) + the v0 message upconverted to one v2 batch: 61 + 13 = 74.
       estimatedBytesAfter: 72 + 74,
+      // What a prepare stages: the rolled segment's output with its indexes (20 bytes per 4096).
+      stageBytes: Math.round((72 + 74) * (1 + 20 / 4096)),
       errors: [],
     });
     expect(p1).toMatchObject({
@@ -86,6 +88,7 @@ describe('seglift audit', () => {
       convertSegments: 2,
       convertBytes: 104 + gzipSize,
       estimatedBytesAfter: 146 + 83,
+      stageBytes: Math.round(146 * (1 + 20 / 4096)) + Math.round(83 * (1 + 20 / 4096)),
       errors: 0,
       readiness: 'not-ready',
       disk: [expect.objectContaining({ dir: expect.any(String), convertBytes: 104 + gzipSize })],
@@ -98,6 +101,8 @@ describe('seglift audit', () => {
     const [p0] = lines(r.stdout).map((l) => JSON.parse(l));
     expect(p0.convertSegments).toBe(2);
     expect(p0.estimatedBytesAfter).toBe(72 + 74 + 74);
+    // Prepare never stages the active segment.
+    expect(p0.stageBytes).toBe(Math.round((72 + 74) * (1 + 20 / 4096)));
   });
 
   it('prints a table and a readiness summary', async () => {
@@ -107,6 +112,7 @@ describe('seglift audit', () => {
     const out = lines(r.stdout);
     expect(out[0]).toMatch(/^PARTITION\s+SEGMENTS\s+BYTES\s+LEGACY SEGS/);
     expect(out[1]).toMatch(/^t-0\s+2\s+136 B\s+2\s+64 B\s+v0\/none=64 B v2\/none=72 B\s+1\s+104 B/);
+    expect(out.some((l) => /^migrate --prepare needs about \d+ B in its stage dir/.test(l))).toBe(true);
     expect(out.at(-1)).toBe(
       "Kafka 4 readiness: NOT READY: 2 segments still hold magic 0/1 data; 'seglift migrate' upconverts them to v2.",
     );

@@ -37,6 +37,9 @@ recompression, as migrate would) and scales the rest by the sample's ratio; with
 
 Then, per filesystem: the free space a migrate needs while it runs (segments converting at once
 x the largest converted segment, plus what the data grows by), and the backups' size.
+And the space 'seglift migrate --prepare' needs in its stage dir: the estimate for the rolled
+(non-active) segments it would rewrite, plus their indexes (an estimate, not a bound:
+recompression can grow data; the rolled segments' source size bounds it when it does not).
 
 Options:
   --config FILE      YAML or JSON config file (default $SEGLIFT_CONFIG); the target settings
@@ -118,6 +121,11 @@ export interface PartitionAudit {
   estimatedBytesAfter: number;
   /** Estimated size after conversion of each segment migrate would rewrite (the disk figures). */
   segmentsAfter: number[];
+  /**
+   * Space a `migrate --prepare` of this partition needs in the stage dir: the estimated output of
+   * the rolled (non-active) segments it would rewrite, with their rebuilt indexes.
+   */
+  stageBytes: number;
   /** Bytes converted exactly for the estimate. */
   sampledBytes: number;
   errors: string[];
@@ -269,13 +277,20 @@ async function auditPartition(
     convertBytes: 0,
     estimatedBytesAfter: 0,
     segmentsAfter: [],
+    stageBytes: 0,
     sampledBytes: 0,
     errors: [],
   };
   // Per partition: converted-sample ratio for the changeable bytes not sampled.
   let sampleIn = 0;
   let sampleOut = 0;
-  const pending: { unchanged: number; sampledOut: number; unsampled: number; bytes: number }[] = [];
+  const pending: {
+    unchanged: number;
+    sampledOut: number;
+    unsampled: number;
+    bytes: number;
+    rolled: boolean;
+  }[] = [];
   for (let i = 0; i < p.segments.length; i++) {
     const seg = p.segments[i];
     let segBytes = 0;
@@ -347,6 +362,7 @@ async function auditPartition(
         sampledOut: segSampleOut,
         unsampled: changeable - segSampleIn,
         bytes: segBytes,
+        rolled: seg.path !== p.activePath,
       });
     }
   }
@@ -355,6 +371,8 @@ async function auditPartition(
     const after = s.unchanged + s.sampledOut + Math.round(s.unsampled * ratio);
     a.estimatedBytesAfter += after;
     a.segmentsAfter.push(Math.round(after * indexOverhead));
+    // Prepare stages rolled segments only (the broker appends to the active one).
+    if (s.rolled) a.stageBytes += Math.round(after * indexOverhead);
   }
   return a;
 }
@@ -446,6 +464,7 @@ export async function audit(
     convertSegments: 0,
     convertBytes: 0,
     estimatedBytesAfter: 0,
+    stageBytes: 0,
     errors: 0,
   };
   for (const a of audits) {
@@ -456,6 +475,7 @@ export async function audit(
     total.convertSegments += a.convertSegments;
     total.convertBytes += a.convertBytes;
     total.estimatedBytesAfter += a.estimatedBytesAfter;
+    total.stageBytes += a.stageBytes;
     total.errors += a.errors.length;
   }
   const codec = options.codec ?? 'zstd';
@@ -516,6 +536,9 @@ export async function audit(
         (noRewrite > 0 ? ` ${count(noRewrite, 'segment is', 'segments are')} ${codec} v2 already.` : ''),
     );
     for (const d of disks) ctx.out.line(diskLine(d, disks.length > 1, options.backupDir));
+    ctx.out.line(
+      `migrate --prepare needs about ${formatBytes(total.stageBytes)} in its stage dir (the estimate above for the rolled segments it would rewrite, with their indexes; an estimate, not a bound: recompression can grow data).`,
+    );
     for (const line of codecChoiceLines(choices)) ctx.out.line(line);
     for (const i of ignored) ctx.out.line(`passed over ${i.dir}: ${i.reason}`);
     ctx.out.line(readinessLine(total));

@@ -132,6 +132,70 @@ describe('seglift migrate', () => {
   });
 });
 
+/** Every file under `dir` by relative path, with its bytes. */
+function snapshot(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const part of readdirSync(dir)) {
+    for (const f of readdirSync(path.join(dir, part)))
+      out.set(`${part}/${f}`, readFileSync(path.join(dir, part, f)).toString('base64'));
+  }
+  return out;
+}
+
+describe('seglift migrate --prepare / --commit', () => {
+  it('prepare leaves the log dir as it was; commit swaps in from the stage and says so', async () => {
+    const dir = logDir();
+    const stage = path.join(tmpDir(), 'stage');
+    const before = snapshot(dir);
+    const prep = await run(['migrate', dir, '--prepare', '--stage-dir', stage, '--codec', 'zstd', '--json']);
+    expect(prep.stderr).toBe('');
+    expect(prep.code).toBe(0);
+    const prepSummary = lines(prep.stdout)
+      .map((l) => JSON.parse(l))
+      .at(-1);
+    expect(prepSummary).toMatchObject({ phase: 'prepare', stage: { staged: 4, changed: 0, discarded: 0 } });
+    expect(snapshot(dir)).toEqual(before);
+    const again = await run(['migrate', dir, '--prepare', '--stage-dir', stage, '--codec', 'zstd']);
+    expect(again.code).toBe(0);
+    expect(lines(again.stdout).at(-1)).toBe(
+      'stage: staged 0, already staged 4, changed while read 0, discarded 0',
+    );
+    const commit = await run(['migrate', dir, '--commit', '--codec', 'zstd'], { SEGLIFT_STAGE_DIR: stage });
+    expect(commit.stderr).toBe('');
+    expect(commit.code).toBe(0);
+    expect(lines(commit.stdout).at(-1)).toBe(
+      'stage: committed from stage 4, converted at commit 0, discarded 0',
+    );
+    for (const part of ['orders-0', 'orders-1']) {
+      for (const base of ['00000000000000000000', '00000000000000000010']) {
+        const v = await run(['verify', path.join(dir, part, `${base}.log`)]);
+        expect(v.code, v.stdout).toBe(0);
+      }
+      expect(readdirSync(path.join(dir, part)).filter((n) => n.includes('seglift'))).toEqual([]);
+      // The active segment is untouched.
+      const active = `${part}/00000000000000000020.log`;
+      expect(snapshot(dir).get(active)).toBe(before.get(active));
+    }
+  });
+
+  it('usage: one step at a time, a stage dir given, outside the log dir, one dir', async () => {
+    const dir = logDir();
+    const both = await run(['migrate', dir, '--prepare', '--commit', '--stage-dir', '/tmp/x']);
+    expect(both.code).toBe(2);
+    expect((await run(['migrate', dir, '--prepare'])).stderr).toMatch(/needs --stage-dir/);
+    expect((await run(['migrate', dir, '--stage-dir', '/tmp/x'])).code).toBe(2);
+    const inside = await run(['migrate', dir, '--prepare', '--stage-dir', path.join(dir, 'stage')]);
+    expect(inside.code).toBe(2);
+    expect(inside.stderr).toMatch(/error\[STAGE_DIR\].*is inside the log dir/);
+    expect((await run(['migrate', dir, dir, '--commit', '--stage-dir', '/tmp/x'])).stderr).toMatch(
+      /one <dir>/,
+    );
+    expect(
+      (await run(['migrate', dir, '--commit', '--stage-dir', path.join(tmpDir(), 'none')])).stderr,
+    ).toMatch(/run --prepare first/);
+  });
+});
+
 describe('seglift migrate, interrupted', () => {
   const cli = path.resolve(import.meta.dirname, '../../dist/seglift');
   /** 24 partitions, each with a closed ~1 MiB segment of v0 messages and an active one. */
