@@ -29,9 +29,10 @@ RUN pnpm install --frozen-lockfile --offline \
 RUN pnpm --filter=@seglift/cli --prod deploy --legacy /out/cli \
  && pnpm --filter=@seglift/worker --prod deploy --legacy /out/worker \
  && pnpm --filter=@seglift/watcher --prod deploy --legacy /out/watcher \
- && test -f /out/cli/dist/main.js \
- && test -f /out/worker/dist/main.js \
- && test -f /out/watcher/dist/main.js \
+ && test -x /out/cli/dist/seglift \
+ && test -x /out/worker/dist/seglift-worker \
+ && test -x /out/watcher/dist/seglift-watcher \
+ && /out/cli/dist/seglift --version \
  && cd /out/cli && node --input-type=module -e "await import('@seglift/format')" \
  && cd /out/worker && node --input-type=module -e "await import('@seglift/format')"
 
@@ -54,11 +55,9 @@ RUN ln -s seglift /usr/local/bin/seglift-worker \
 
 # Nothing is written outside mounted volumes and /tmp (an emptyDir under Kubernetes).
 # The config file is named by SEGLIFT_CONFIG where one is mounted (the Kubernetes manifests do).
-# MALLOC_ARENA_MAX=2: the entrypoint runs `node main.js`, bypassing the shebangs that set it
-# (it passes their node flags itself): glibc gives each thread (V8's GC helpers, worker_threads)
-# its own malloc arena; capping them keeps a conversion's peak RSS near its working set.
+# The entrypoint runs each program's launcher (dist/<program>), which sets node's environment
+# and flags (MALLOC_ARENA_MAX among them) from PIPELINE_NODE: nothing to repeat here.
 ENV NODE_ENV=production \
-    MALLOC_ARENA_MAX=2 \
     HOME=/tmp
 WORKDIR /tmp
 USER 10001:10001

@@ -8,6 +8,10 @@ const src = (p: string) => fileURLToPath(new URL(`${p}/src/index.ts`, import.met
 export default defineConfig({
   resolve: {
     alias: {
+      // Before '@seglift/testkit': a subpath export of that package.
+      '@seglift/testkit/independent': fileURLToPath(
+        new URL('./packages/testkit/src/independent.ts', import.meta.url),
+      ),
       '@seglift/format': src('./packages/format'),
       '@seglift/legacy': src('./packages/legacy'),
       '@seglift/segment': src('./packages/segment'),

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 
 const formatDist = new URL('../packages/format/dist/index.js', import.meta.url);
 const { compress, decompress } = await import(formatDist.href);
+const { prng: mulberry32 } = await import(new URL('../packages/testkit/dist/index.js', import.meta.url).href);
 const requireFromFormat = createRequire(
   fileURLToPath(new URL('../packages/format/package.json', import.meta.url)),
 );
@@ -22,17 +23,6 @@ const arg = (name, fallback) => {
 const TOTAL = arg('bytes', 32 * 1024 * 1024);
 const CHUNK = arg('chunk', 1024 * 1024);
 const REPEAT = arg('repeat', 3);
-
-function mulberry32(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function semiCompressible(size) {
   const rnd = mulberry32(1);

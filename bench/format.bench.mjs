@@ -8,6 +8,8 @@
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
 
+const { prng: mulberry32 } = await import(new URL('../packages/testkit/dist/index.js', import.meta.url).href);
+
 const formatDist = new URL('../packages/format/dist/index.js', import.meta.url);
 const { checkRecordBatchCrc, decodeRecords, encodeRecordBatch, iterateRecords, logicalRecordsOfBatch } =
   await import(formatDist.href);
@@ -25,17 +27,6 @@ const arg = (name, fallback) => {
 const TOTAL = arg('bytes', 64 * 1024 * 1024);
 const RECORDS = arg('records', 1000);
 const REPEAT = arg('repeat', 3);
-
-function mulberry32(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const rnd = mulberry32(7);
 const words = ['order', 'user', 'price', 'created', 'status', 'shipped', 'pending', 'sku', 'qty', 'eur'];

@@ -13,12 +13,16 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { PIPELINE_NODE } from '@seglift/segment';
 import { afterAll, describe, expect, it } from 'vitest';
+import { launcherScript } from '../scripts/stamp-bin.mjs';
 
 // The image cannot be built here (no Docker daemon); these tests read the Dockerfile as text and
 // run the entrypoint script against a fake /app.
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const APPS = ['cli', 'worker', 'watcher'] as const;
+const PROGRAMS = { cli: 'seglift', worker: 'seglift-worker', watcher: 'seglift-watcher' } as const;
 
 interface Instruction {
   op: string;
@@ -81,8 +85,10 @@ describe('Dockerfile', () => {
     expect(text).toContain('pnpm build');
     for (const app of ['cli', 'worker', 'watcher']) {
       expect(text).toContain(`pnpm --filter=@seglift/${app} --prod deploy --legacy /out/${app}`);
-      expect(text).toContain(`test -f /out/${app}/dist/main.js`);
+      expect(text).toContain(`test -x /out/${app}/dist/${PROGRAMS[app]}`);
     }
+    // The launcher's own smoke test, inside the image's build: `sh`, `readlink -f`, node's flags.
+    expect(text).toContain('/out/cli/dist/seglift --version');
     const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as {
       packageManager: string;
     };
@@ -108,26 +114,18 @@ describe('Dockerfile', () => {
     expect(env).toContain('NODE_ENV=production');
   });
 
-  it("caps glibc malloc arenas in the runtime stage, as the programs' shebangs do outside the image", () => {
-    const env = runtime.body
-      .filter((i) => i.op === 'ENV')
-      .map((i) => i.args)
-      .join(' ');
-    expect(env.split(/\s+/)).toContain('MALLOC_ARENA_MAX=2');
-    // The entrypoint runs `node .../main.js`, so it passes the shebangs' node flags itself.
+  it("leaves node's environment and flags to the launchers: the image repeats none of them", () => {
+    const text = readFileSync(join(repoRoot, 'Dockerfile'), 'utf8');
     const entrypoint = readFileSync(join(repoRoot, 'deploy/docker/entrypoint.sh'), 'utf8');
-    for (const app of ['cli', 'worker', 'watcher']) {
-      expect(entrypoint).toContain(
-        `exec node --max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring --heap-growing-percent=50 /app/${app}/dist/main.js`,
-      );
+    for (const [k, v] of Object.entries(PIPELINE_NODE.env)) {
+      expect(text).not.toContain(`${k}=${v}`);
+      expect(entrypoint).not.toContain(`${k}=${v}`);
     }
-    for (const app of ['cli', 'worker', 'watcher']) {
-      const main = readFileSync(join(repoRoot, 'apps', app, 'src', 'main.ts'), 'utf8');
-      // Node flags may follow (`node --max-semi-space-size=8`); the arena cap must be there.
-      expect(main.split('\n')[0], app).toBe(
-        '#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring --heap-growing-percent=50',
-      );
+    for (const f of PIPELINE_NODE.flags) {
+      expect(text).not.toContain(f);
+      expect(entrypoint).not.toContain(f);
     }
+    for (const app of APPS) expect(entrypoint).toContain(`exec /app/${app}/dist/${PROGRAMS[app]} "$@"`);
   });
 
   it('runs as a non-root numeric user (uid 10001) created in the final stage', () => {
@@ -174,15 +172,26 @@ describe('entrypoint.sh', () => {
   chmodSync(join(bin, 'seglift'), 0o755);
   symlinkSync('seglift', join(bin, 'seglift-worker'));
   symlinkSync('seglift', join(bin, 'seglift-watcher'));
-  for (const app of ['cli', 'worker', 'watcher']) {
-    mkdirSync(join(dir, 'app', app, 'dist'), { recursive: true });
+  // Each program as the build leaves it: its launcher (the real one) beside a main.js that
+  // prints who it is, its arguments, and the node flags and environment it was started with.
+  for (const app of APPS) {
+    const dist = join(dir, 'app', app, 'dist');
+    mkdirSync(dist, { recursive: true });
     writeFileSync(
-      join(dir, 'app', app, 'dist', 'main.js'),
-      `console.log(JSON.stringify(['${app}', ...process.argv.slice(2)]));`,
+      join(dist, 'main.js'),
+      `console.log(JSON.stringify({ argv: ['${app}', ...process.argv.slice(2)], execArgv: process.execArgv, ` +
+        `env: Object.fromEntries(${JSON.stringify(Object.keys(PIPELINE_NODE.env))}.map((k) => [k, process.env[k]])) }));`,
     );
+    writeFileSync(join(dist, PROGRAMS[app]), launcherScript(PROGRAMS[app], PIPELINE_NODE));
+    chmodSync(join(dist, PROGRAMS[app]), 0o755);
   }
-  const run = (name: string, ...args: string[]) =>
-    JSON.parse(execFileSync(join(bin, name), args, { encoding: 'utf8' })) as string[];
+  const started = (name: string, ...args: string[]) =>
+    JSON.parse(execFileSync(join(bin, name), args, { encoding: 'utf8' })) as {
+      argv: string[];
+      execArgv: string[];
+      env: Record<string, string>;
+    };
+  const run = (name: string, ...args: string[]) => started(name, ...args).argv;
 
   it('is an executable POSIX sh script', () => {
     expect(readFileSync(script, 'utf8').startsWith('#!/bin/sh\n')).toBe(true);
@@ -209,5 +218,13 @@ describe('entrypoint.sh', () => {
     expect(run('seglift-watcher')).toEqual(['watcher']);
     // Only the full names switch programs; a CLI subcommand called "worker" would reach the CLI.
     expect(run('seglift', 'worker')).toEqual(['cli', 'worker']);
+  });
+
+  it("starts every program with the pipeline's node flags and environment (PIPELINE_NODE)", () => {
+    for (const name of ['seglift', 'seglift-worker', 'seglift-watcher']) {
+      const p = started(name);
+      expect(p.execArgv, name).toEqual([...PIPELINE_NODE.flags]);
+      expect(p.env, name).toEqual(PIPELINE_NODE.env);
+    }
   });
 });

@@ -223,15 +223,21 @@ describe('base: Jobs', () => {
     });
   });
 
-  it('serve metrics and probes on the configured port from the worker; the --once watcher has none', () => {
+  it('serve metrics on the configured port from both (the watcher: the queue depth); probes on the worker only', () => {
+    const svc = find(base, 'Service', 'seglift-metrics');
+    for (const [job, name] of [
+      [worker, 'worker'],
+      [watcher, 'watcher'],
+    ] as const) {
+      const c = container(job, name);
+      expect(c.ports).toEqual([{ name: 'metrics', containerPort: config.metrics.port }]);
+      expect(job.spec.template.metadata.annotations['prometheus.io/port']).toBe(String(config.metrics.port));
+      for (const [k, v] of Object.entries(svc.spec.selector))
+        expect(job.spec.template.metadata.labels[k]).toBe(v);
+    }
     const c = container(worker, 'worker');
-    expect(c.ports).toEqual([{ name: 'metrics', containerPort: config.metrics.port }]);
     expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
     expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
-    expect(worker.spec.template.metadata.annotations['prometheus.io/port']).toBe(String(config.metrics.port));
-    const svc = find(base, 'Service', 'seglift-metrics');
-    for (const [k, v] of Object.entries(svc.spec.selector))
-      expect(worker.spec.template.metadata.labels[k]).toBe(v);
     const w = container(watcher, 'watcher');
     expect(w.livenessProbe).toBeUndefined();
     expect(w.readinessProbe).toBeUndefined();

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything seglift needs on a fresh machine (Debian, Node >= 20.19, root or sudo):
-# pnpm 10, redis-server (for the queue tests), the workspace's packages, then builds.
+# pnpm 10, redis-server (for the queue tests), the workspace's packages, builds them, and puts
+# the commands seglift, seglift-worker and seglift-watcher on PATH (scripts/link-bins.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TURBO_TELEMETRY_DISABLED=1
@@ -20,3 +21,4 @@ if ! command -v redis-server >/dev/null 2>&1; then
 fi
 pnpm install --frozen-lockfile
 pnpm build
+bash scripts/link-bins.sh

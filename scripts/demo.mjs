@@ -9,14 +9,15 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const cli = join(root, 'apps/cli/dist/main.js');
+// The `seglift` command itself: its launcher starts node with the pipeline's flags.
+const cli = join(root, 'apps/cli/dist/seglift');
 const work = join(root, '.demo/kafka-logs');
 rmSync(join(root, '.demo'), { recursive: true, force: true });
 cpSync(join(root, 'samples/kafka-logs'), work, { recursive: true });
 
 function seglift(...args) {
   console.log(`\n$ seglift ${args.join(' ')}`);
-  const r = spawnSync(process.execPath, [cli, ...args], { stdio: 'inherit' });
+  const r = spawnSync(cli, args, { stdio: 'inherit' });
   if (r.status !== 0) {
     console.error(`seglift ${args[0]} exited with ${r.status ?? r.signal}`);
     process.exit(r.status ?? 1);

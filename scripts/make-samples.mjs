@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // Writes samples/kafka-logs: a small Kafka log directory as an old cluster mid-upgrade would have
 // it (magic 0 and 1 message sets, gzip/snappy/lz4 wrappers, compaction gaps, LogAppendTime,
-// then v2 gzip batches with a transaction), each partition with an active last segment, and
-// .index/.timeindex files as the broker would have built them. Deterministic: the same bytes
-// on every run. Needs `pnpm build` first. Run: node scripts/make-samples.mjs
+// then v2 gzip batches with a transaction, and a topic of small uncompressed magic-1 messages,
+// where the default coalesce grouping matters most), each partition with an active last
+// segment, and .index/.timeindex files as the broker would have built them. Deterministic: the
+// same bytes on every run. Needs `pnpm build` first. Run: node scripts/make-samples.mjs
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -212,5 +213,38 @@ rmSync(root, { recursive: true, force: true });
   );
   writeSegment(dir, 0, entries);
   writeSegment(dir, 261, [batch(261, 10, {})]);
+}
+// metrics-0: small uncompressed magic-1 messages (100-200 bytes, a producer with compression
+// off), the data `kafka` grouping grows (a 61-byte batch header per message) and `coalesce`
+// packs into a few batches. Written last: the partitions above keep their bytes.
+{
+  const dir = join(root, 'metrics-0');
+  const t0 = 1510000000000;
+  const hosts = ['web-1', 'web-2', 'db-1', 'cache-1'];
+  const metrics = ['cpu', 'mem', 'disk', 'net.in', 'net.out', 'latency.p99'];
+  const message = (o) =>
+    encodeLegacyEntry(BigInt(o), {
+      magic: 1,
+      timestamp: BigInt(t0 + o * 250),
+      key: enc.encode(pick(hosts)),
+      value: enc.encode(
+        JSON.stringify({
+          metric: pick(metrics),
+          value: Math.floor(rand() * 1e6) / 100,
+          tags: 'x'.repeat(Math.floor(rand() * 60)),
+        }),
+      ),
+    });
+  writeSegment(
+    dir,
+    0,
+    Array.from({ length: 600 }, (_, i) => message(i)),
+  );
+  writeSegment(
+    dir,
+    600,
+    Array.from({ length: 600 }, (_, i) => message(600 + i)),
+  );
+  writeSegment(dir, 1200, [message(1200), message(1201)]);
 }
 console.log(`wrote ${root}`);

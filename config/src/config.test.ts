@@ -8,6 +8,7 @@ import {
   formatConfig,
   loadConfig,
   loadConfigWithSources,
+  metricsPort,
   redactConfig,
 } from './index.js';
 
@@ -36,7 +37,7 @@ describe('loadConfig', () => {
     expect(c.roots).toEqual([]);
     expect(c.codec).toBe('zstd');
     expect(c.level).toBeUndefined();
-    expect(c.grouping).toBe('kafka');
+    expect(c.grouping).toBe('coalesce');
     expect(c.maxBatchBytes).toBe(1048588);
     expect(c.coalesceBytes).toBe(DEFAULT_COALESCE_BYTES);
     expect(DEFAULT_COALESCE_BYTES).toBe(1048576);
@@ -45,7 +46,8 @@ describe('loadConfig', () => {
     expect(c.readiness).toEqual({ quietMs: 300_000, requireRolled: true });
     expect(c.limits).toEqual({ maxDecompressedBatchBytes: 64 * 1024 * 1024, maxSegmentBytes: 2147483647 });
     expect(c.indexIntervalBytes).toBe(4096);
-    expect(c.metrics).toEqual({ port: 9464, host: '0.0.0.0' });
+    expect(c.metrics).toEqual({ host: '0.0.0.0' });
+    expect([metricsPort(c, 'seglift-worker'), metricsPort(c, 'seglift-watcher')]).toEqual([9464, 9465]);
     expect(c.log).toEqual({ level: 'info', pretty: false });
     expect(c.worker.concurrency).toBeGreaterThanOrEqual(1);
   });
@@ -155,7 +157,7 @@ describe('loadConfig', () => {
     expect(byPath['log.pretty']).toMatchObject({ value: 'maybe' });
     expect(byPath.maxBatchBytes).toMatchObject({ value: 0, source: 'flag' });
     // The password never reaches the message.
-    expect(byPath['redis.url'].value).toBe('http://u:***@host');
+    expect(byPath['redis.url'].value).toBe('http://u:[REDACTED]@host');
     expect(err.message).not.toContain('secret');
     expect(err.code).toBe('INVALID_ARGUMENT');
     expect(err.message.split('\n')[0]).toBe('invalid configuration:');
@@ -168,11 +170,11 @@ describe('loadConfig', () => {
     );
     expect(err.problems.map((p) => [p.path, p.message])).toEqual([
       ['indexIntervalBytes', expect.any(String)],
-      ['level', 'gzip level must be between 1 and 9'],
+      ['level', 'invalid gzip level 12: expected 1..9'],
     ]);
     const snappy = configError(() => loadConfig({ env: {}, flags: { codec: 'snappy', level: 1 } }));
     expect(snappy.problems).toEqual([
-      { path: 'level', value: 1, message: 'codec snappy takes no level', source: 'flag' },
+      { path: 'level', value: 1, message: 'codec snappy has no compression levels', source: 'flag' },
     ]);
     expect(loadConfig({ env: {}, flags: { codec: 'zstd', level: -5 } }).level).toBe(-5);
   });
@@ -196,15 +198,15 @@ describe('loadConfig', () => {
 describe('redaction', () => {
   it('hides the redis password in redactConfig and formatConfig', () => {
     const c = loadConfig({ env: { SEGLIFT_REDIS_URL: 'rediss://admin:s3cr%40t@redis.example:6380/2' } });
-    expect(redactConfig(c).redis.url).toBe('rediss://admin:***@redis.example:6380/2');
+    expect(redactConfig(c).redis.url).toBe('rediss://admin:[REDACTED]@redis.example:6380/2');
     expect(c.redis.url).toBe('rediss://admin:s3cr%40t@redis.example:6380/2');
     const yaml = formatConfig(c);
-    expect(yaml).toContain('url: rediss://admin:***@redis.example:6380/2');
+    expect(yaml).toContain('url: rediss://admin:[REDACTED]@redis.example:6380/2');
     expect(yaml).not.toContain('s3cr');
     const json = JSON.parse(formatConfig(c, { format: 'json' }));
-    expect(json.redis.url).toBe('rediss://admin:***@redis.example:6380/2');
+    expect(json.redis.url).toBe('rediss://admin:[REDACTED]@redis.example:6380/2');
     expect(redactConfig({ a: { password: 'x', token: 'y', n: 1 } })).toEqual({
-      a: { password: '***', token: '***', n: 1 },
+      a: { password: '[REDACTED]', token: '[REDACTED]', n: 1 },
     });
   });
 
@@ -216,6 +218,6 @@ describe('redaction', () => {
     const text = formatConfig(config, { sources });
     expect(text).toContain('codec: lz4 # from flag\n');
     expect(text).toContain('  concurrency: 3 # from env SEGLIFT_WORKER_CONCURRENCY\n');
-    expect(text).toContain('grouping: kafka\n');
+    expect(text).toContain('grouping: coalesce\n');
   });
 });

@@ -1,4 +1,6 @@
 export { ConfigError, type ConfigProblem } from './errors.js';
+export { FlagError, type FlagOptions, nearest, type ParsedFlags, parseFlags } from './flags.js';
+export { describeSettings, metricsPortInUse, type SettingHelp, undocumentedFlags } from './help.js';
 export {
   CONFIG_FILE_ENV,
   ENV_VARS,
@@ -6,12 +8,13 @@ export {
   type LoadedConfig,
   loadConfig,
   loadConfigWithSources,
+  OTHER_ENV_VARS,
+  unknownEnvWarnings,
   validateConfig,
 } from './load.js';
 export { type PipelineOptions, pipelineOptions } from './pipeline.js';
 export { type FormatConfigOptions, formatConfig, REDACTED, redactConfig, redactUrl } from './redact.js';
 export {
-  CODEC_LEVELS,
   CODECS,
   type Config,
   type ConfigInput,
@@ -19,4 +22,7 @@ export {
   DEFAULT_COALESCE_BYTES,
   DEFAULT_MAX_BATCH_BYTES,
   LOG_LEVELS,
+  METRICS_PORTS,
+  type MetricsProgram,
+  metricsPort,
 } from './schema.js';

@@ -1,10 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
+import { type CodecName, codecId, validateLevel } from '@seglift/format';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
 import { ConfigError, type ConfigProblem } from './errors.js';
+import { nearest } from './flags.js';
 import { redactValue } from './redact.js';
-import { CODEC_LEVELS, type Config, ConfigSchema } from './schema.js';
+import { CODECS, type Config, ConfigSchema } from './schema.js';
 
 type EnvType = 'string' | 'int' | 'bool' | 'list';
 
@@ -16,7 +18,9 @@ export const ENV_VARS: ReadonlyArray<{ env: string; path: string; type: EnvType 
   { env: 'SEGLIFT_GROUPING', path: 'grouping', type: 'string' },
   { env: 'SEGLIFT_COALESCE_BYTES', path: 'coalesceBytes', type: 'int' },
   { env: 'SEGLIFT_MAX_BATCH_BYTES', path: 'maxBatchBytes', type: 'int' },
+  { env: 'SEGLIFT_ONLY_IF_SMALLER', path: 'onlyIfSmaller', type: 'bool' },
   { env: 'SEGLIFT_BACKUP_DIR', path: 'backupDir', type: 'string' },
+  { env: 'SEGLIFT_STAGE_DIR', path: 'stageDir', type: 'string' },
   { env: 'SEGLIFT_REDIS_URL', path: 'redis.url', type: 'string' },
   { env: 'SEGLIFT_QUEUE_NAME', path: 'queue.name', type: 'string' },
   { env: 'SEGLIFT_QUEUE_PREFIX', path: 'queue.prefix', type: 'string' },
@@ -37,6 +41,7 @@ export const ENV_VARS: ReadonlyArray<{ env: string; path: string; type: EnvType 
   },
   { env: 'SEGLIFT_LIMITS_MAX_SEGMENT_BYTES', path: 'limits.maxSegmentBytes', type: 'int' },
   { env: 'SEGLIFT_INDEX_INTERVAL_BYTES', path: 'indexIntervalBytes', type: 'int' },
+  { env: 'SEGLIFT_SEGMENT_INDEX_BYTES', path: 'segmentIndexBytes', type: 'int' },
   { env: 'SEGLIFT_METRICS_PORT', path: 'metrics.port', type: 'int' },
   { env: 'SEGLIFT_METRICS_HOST', path: 'metrics.host', type: 'string' },
   { env: 'SEGLIFT_LOG_LEVEL', path: 'log.level', type: 'string' },
@@ -45,6 +50,21 @@ export const ENV_VARS: ReadonlyArray<{ env: string; path: string; type: EnvType 
 
 /** Names the config file when `file` is not given. */
 export const CONFIG_FILE_ENV = 'SEGLIFT_CONFIG';
+
+/**
+ * SEGLIFT_* variables that are not settings, read by the tools around the programs: the install
+ * script (SEGLIFT_BIN_DIR) and the test harness (the rest). Never warned about.
+ */
+export const OTHER_ENV_VARS: readonly string[] = [
+  'SEGLIFT_BIN_DIR',
+  'SEGLIFT_SKIP_SUMMARY',
+  'SEGLIFT_KAFKA_CACHE',
+  'SEGLIFT_FUZZ_SECONDS',
+  'SEGLIFT_FUZZ_SEED',
+  'SEGLIFT_FUZZ_STATS',
+];
+/** The test harness's fault injection (SEGLIFT_TEST_KILL_AFTER, ...). */
+const TEST_ENV_PREFIX = 'SEGLIFT_TEST_';
 
 export interface LoadConfigOptions {
   /** YAML (.yaml/.yml) or JSON (.json) file; defaults to $SEGLIFT_CONFIG when set. */
@@ -58,6 +78,12 @@ export interface LoadedConfig {
   config: Config;
   /** Dotted field path -> where its value came from (fields left at their default are absent). */
   sources: Record<string, string>;
+  /**
+   * Things that do not stop a run but may not be what the operator meant: a SEGLIFT_* variable
+   * that is no setting (a misspelt one would otherwise be ignored without a word). The programs
+   * print or log each.
+   */
+  warnings: string[];
 }
 
 /** defaults < config file < SEGLIFT_* environment < flags; throws one ConfigError listing every problem. */
@@ -90,7 +116,27 @@ export function loadConfigWithSources(options: LoadConfigOptions = {}): LoadedCo
   const result = validateConfig(merged, sources);
   if (!result.ok) problems.push(...result.problems);
   if (problems.length > 0 || !result.ok) throw new ConfigError(problems);
-  return { config: result.config, sources };
+  return { config: result.config, sources, warnings: unknownEnvWarnings(env) };
+}
+
+/**
+ * One warning per SEGLIFT_* variable that is neither a setting nor one of the tools' variables,
+ * naming the setting it was probably meant to be: a misspelt key in a config file is an error
+ * (the schema is strict), a misspelt variable must not go unnoticed either.
+ */
+export function unknownEnvWarnings(env: NodeJS.ProcessEnv): string[] {
+  const known = [CONFIG_FILE_ENV, ...ENV_VARS.map((v) => v.env)];
+  const warnings: string[] = [];
+  for (const name of Object.keys(env).sort()) {
+    if (!name.startsWith('SEGLIFT_') || known.includes(name) || OTHER_ENV_VARS.includes(name)) continue;
+    if (name.startsWith(TEST_ENV_PREFIX)) continue;
+    const guess = nearest(name, known);
+    warnings.push(
+      `${name} is not a seglift setting and is ignored${guess ? `; did you mean ${guess}?` : ''} ` +
+        `('seglift config print --help' lists the variables)`,
+    );
+  }
+  return warnings;
 }
 
 /** Validates a merged input; every problem, including the codec/level cross-check. */
@@ -106,32 +152,20 @@ export function validateConfig(
   return { ok: true, config: parsed.data };
 }
 
+/** The level against the codec, by @seglift/format's rule (Kafka's ranges, KIP-390). */
 function levelProblems(input: unknown, sources: Record<string, string>): ConfigProblem[] {
   if (!isPlainObject(input)) return [];
   const level = input.level;
   if (typeof level !== 'number' || !Number.isInteger(level)) return [];
-  const codec = input.codec ?? 'zstd';
-  if (
-    typeof codec !== 'string' ||
-    !(['none', 'gzip', 'snappy', 'lz4', 'zstd'] as unknown[]).includes(codec)
-  ) {
+  const raw = input.codec ?? 'zstd';
+  const codec = typeof raw === 'string' ? (raw.toLowerCase() as CodecName) : undefined;
+  if (codec === undefined || !CODECS.includes(codec)) return []; // the codec's own problem is reported
+  try {
+    validateLevel(codecId(codec), level);
     return [];
+  } catch (err) {
+    return [{ path: 'level', value: level, message: (err as Error).message, source: sources.level }];
   }
-  const range = CODEC_LEVELS[codec];
-  const source = sources.level;
-  if (range === undefined)
-    return [{ path: 'level', value: level, message: `codec ${codec} takes no level`, source }];
-  if (level < range[0] || level > range[1]) {
-    return [
-      {
-        path: 'level',
-        value: level,
-        message: `${codec} level must be between ${range[0]} and ${range[1]}`,
-        source,
-      },
-    ];
-  }
-  return [];
 }
 
 function issueProblems(issue: z.core.$ZodIssue, sources: Record<string, string>): ConfigProblem[] {

@@ -9,7 +9,9 @@ export type PipelineOptions = Required<
     | 'grouping'
     | 'coalesceBytes'
     | 'maxBatchBytes'
+    | 'onlyIfSmaller'
     | 'indexIntervalBytes'
+    | 'segmentIndexBytes'
     | 'maxDecompressedBatchBytes'
   >
 > &
@@ -23,7 +25,9 @@ export function pipelineOptions(config: Config): PipelineOptions {
     grouping: config.grouping,
     coalesceBytes: config.coalesceBytes,
     maxBatchBytes: config.maxBatchBytes,
+    onlyIfSmaller: config.onlyIfSmaller,
     indexIntervalBytes: config.indexIntervalBytes,
+    segmentIndexBytes: config.segmentIndexBytes,
     maxDecompressedBatchBytes: config.limits.maxDecompressedBatchBytes,
     backupDir: config.backupDir,
   };

@@ -1,29 +1,22 @@
+import { isSecretKey, REDACTED, redactString } from '@seglift/observability';
 import { stringify as toYaml } from 'yaml';
 import type { Config } from './schema.js';
 
-const SECRET_KEY = /password|secret|token|credential/i;
-export const REDACTED = '***';
+export { REDACTED };
 
 /** A redis URL with its password replaced (the user name is kept: it helps debugging and is not secret). */
 export function redactUrl(url: string): string {
-  // Textual replacement keeps the URL exactly as written (new URL() would normalize it).
-  const m = /^([a-z][a-z0-9+.-]*:\/\/[^:@/]*:)([^@/]*)@/i.exec(url);
-  if (m !== null) return m[2] === '' ? url : `${m[1]}${REDACTED}@${url.slice(m[0].length)}`;
-  // Not a URL with user:password@: an '@' still suggests credentials written in an odd way.
-  return url.includes('@') && !/^[a-z][a-z0-9+.-]*:\/\/[^@/]*@/i.test(url) ? REDACTED : url;
+  return redactString(url);
 }
 
-/** Redacts a value found at `path` (used for config error messages too). */
+/** Redacts a value found at `path` (used for config error messages too): observability's rule. */
 export function redactValue(path: string, value: unknown): unknown {
   const key = path.slice(path.lastIndexOf('.') + 1);
-  if (typeof value === 'string') {
-    if (SECRET_KEY.test(key)) return REDACTED;
-    if (key === 'url' || /^rediss?:\/\//i.test(value)) return redactUrl(value);
-  }
-  return value;
+  if (typeof value !== 'string') return value;
+  return isSecretKey(key) ? REDACTED : redactString(value);
 }
 
-/** A deep copy with the redis password (and any password/secret/token field) replaced by ***. */
+/** A deep copy with the redis password (and any password/secret/token field) replaced by [REDACTED]. */
 export function redactConfig<T>(config: T): T {
   return walk(config, '') as T;
 }

@@ -1,21 +1,31 @@
 import { availableParallelism } from 'node:os';
 import { isAbsolute } from 'node:path';
+import {
+  type CodecName,
+  CompressionType,
+  codecName,
+  DEFAULT_INDEX_INTERVAL_BYTES,
+  DEFAULT_MAX_BATCH_BYTES,
+} from '@seglift/format';
+import { DEFAULT_COALESCE_BYTES } from '@seglift/legacy';
+import { DEFAULT_SEGMENT_INDEX_BYTES } from '@seglift/segment';
 import { z } from 'zod';
 
-export const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const;
+/** Kafka's codec names, as @seglift/format names them (one list): none, gzip, snappy, lz4, zstd. */
+export const CODECS = Object.values(CompressionType).map(codecName) as [CodecName, ...CodecName[]];
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-/** Kafka's accepted compression.<codec>.level ranges (KIP-390); snappy and none take no level. */
-export const CODEC_LEVELS: Record<string, readonly [number, number] | undefined> = {
-  gzip: [1, 9],
-  lz4: [1, 17],
-  zstd: [-131072, 22],
-};
+/** The metrics port of each program when metrics.port is not set: different, so both run on one host. */
+export const METRICS_PORTS = { 'seglift-worker': 9464, 'seglift-watcher': 9465 } as const;
+export type MetricsProgram = keyof typeof METRICS_PORTS;
 
-/** Largest batch Kafka accepts by default: message.max.bytes 1048588. */
-export const DEFAULT_MAX_BATCH_BYTES = 1048588;
-/** `coalesce` grouping's target batch size (1 MiB), as @seglift/legacy's DEFAULT_COALESCE_BYTES. */
-export const DEFAULT_COALESCE_BYTES = 1024 * 1024;
+/** The port `program` serves /metrics on: metrics.port when set, else its own default. */
+export function metricsPort(config: { metrics: { port?: number } }, program: MetricsProgram): number {
+  return config.metrics.port ?? METRICS_PORTS[program];
+}
+
+// The format's and the pipeline's own defaults, named where they are defined.
+export { DEFAULT_COALESCE_BYTES, DEFAULT_MAX_BATCH_BYTES };
 
 const absolutePath = z.string().min(1).refine(isAbsolute, { message: 'must be an absolute path' });
 const positiveInt = z.int().min(1);
@@ -39,14 +49,27 @@ const redisName = z.string().regex(/^[A-Za-z0-9_.-]+$/, { message: 'letters, dig
 export const ConfigSchema = z.strictObject({
   /** Directories seglift may read and rewrite; every path is checked against them (realpath). */
   roots: z.array(absolutePath).default([]),
-  codec: z.enum(CODECS).default('zstd'),
+  /** In any case (`ZSTD`, `Zstd`): a codec name copied from elsewhere is not refused for its case. */
+  codec: z.preprocess((v) => (typeof v === 'string' ? v.toLowerCase() : v), z.enum(CODECS)).default('zstd'),
   /** Compression level; omitted = the codec's default. */
   level: z.int().optional(),
-  grouping: z.enum(['kafka', 'coalesce']).default('kafka'),
+  /**
+   * How legacy entries become v2 batches: coalesce packs consecutive records into batches of up
+   * to coalesceBytes (and maxBatchBytes); kafka writes one batch per legacy entry, as Kafka 4's
+   * cleaner does.
+   */
+  grouping: z.enum(['kafka', 'coalesce']).default('coalesce'),
   coalesceBytes: positiveInt.default(DEFAULT_COALESCE_BYTES),
   maxBatchBytes: positiveInt.default(DEFAULT_MAX_BATCH_BYTES),
+  /** Keep a v2 batch in its codec when recompressing it would make it larger. */
+  onlyIfSmaller: z.boolean().default(false),
   /** Keep the original files here before swapping (absolute); omitted = no backup. */
   backupDir: absolutePath.optional(),
+  /**
+   * Two-phase migration's stage dir (absolute): `migrate --prepare` converts into it while the
+   * broker runs, `migrate --commit` swaps from it. Same filesystem as the log dir, outside it.
+   */
+  stageDir: absolutePath.optional(),
   redis: z.strictObject({ url: redisUrl.default('redis://127.0.0.1:6379') }).prefault({}),
   queue: z
     .strictObject({ name: redisName.default('segments'), prefix: redisName.default('seglift') })
@@ -91,10 +114,19 @@ export const ConfigSchema = z.strictObject({
       maxSegmentBytes: positiveInt.max(2 ** 31 - 1).default(2 ** 31 - 1),
     })
     .prefault({}),
-  indexIntervalBytes: positiveInt.default(4096),
+  indexIntervalBytes: positiveInt.default(DEFAULT_INDEX_INTERVAL_BYTES),
+  /**
+   * The topic's segment.index.bytes: the active segment's rebuilt indexes must fit in it (a broker
+   * loading the partition resizes them to it and fails if they do not fit).
+   */
+  segmentIndexBytes: positiveInt.default(DEFAULT_SEGMENT_INDEX_BYTES),
   metrics: z
     .strictObject({
-      port: z.int().min(0).max(65535).default(9464),
+      /**
+       * /metrics, /healthz, /readyz. Unset: each program's own default (METRICS_PORTS), so that a
+       * watcher and a worker on one host do not collide; 0 picks a free port.
+       */
+      port: z.int().min(0).max(65535).optional(),
       host: z.string().min(1).default('0.0.0.0'),
     })
     .prefault({}),

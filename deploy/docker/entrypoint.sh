@@ -15,10 +15,10 @@ if [ "$program" = seglift ]; then
   esac
 fi
 
-# The programs' shebangs carry these node flags; running `node main.js` here bypasses them.
-# (Not NODE_OPTIONS: it does not accept --single-threaded-gc.)
+# Each program's launcher (dist/<program>, generated at build from PIPELINE_NODE in
+# packages/segment/src/node-flags.ts) starts node with the pipeline's environment and flags.
 case "$program" in
-  seglift-worker) exec node --max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring --heap-growing-percent=50 /app/worker/dist/main.js "$@" ;;
-  seglift-watcher) exec node --max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring --heap-growing-percent=50 /app/watcher/dist/main.js "$@" ;;
-  *) exec node --max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring --heap-growing-percent=50 /app/cli/dist/main.js "$@" ;;
+  seglift-worker) exec /app/worker/dist/seglift-worker "$@" ;;
+  seglift-watcher) exec /app/watcher/dist/seglift-watcher "$@" ;;
+  *) exec /app/cli/dist/seglift "$@" ;;
 esac

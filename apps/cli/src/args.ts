@@ -1,27 +1,17 @@
-import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { FlagError, type FlagOptions, type ParsedFlags, parseFlags } from '@seglift/config';
 import { UsageError } from './exit-codes.js';
 
-type Options = NonNullable<ParseArgsConfig['options']>;
+export type Parsed = ParsedFlags;
 
-export interface Parsed {
-  values: Record<string, string | boolean | string[] | undefined>;
-  positionals: string[];
-}
-
-/** node:util parseArgs in strict mode, its errors turned into usage errors for `command`. */
-export function parse(command: string, argv: string[], options: Options): Parsed {
+/**
+ * The program's flag parser (@seglift/config's parseFlags: suggestions for mistyped flags,
+ * negative numbers as values), its errors turned into usage errors for `command`.
+ */
+export function parse(command: string, argv: string[], options: FlagOptions): Parsed {
   try {
-    const { values, positionals } = parseArgs({
-      args: argv,
-      options: { ...options, help: { type: 'boolean', short: 'h' } },
-      allowPositionals: true,
-      strict: true,
-    });
-    return { values: values as Parsed['values'], positionals };
+    return parseFlags(argv, { ...options, help: { type: 'boolean', short: 'h' } });
   } catch (err) {
-    if (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS')) {
-      throw new UsageError(err.message, command);
-    }
+    if (err instanceof FlagError) throw new UsageError(err.message, command);
     throw err;
   }
 }

@@ -9,7 +9,8 @@ import { lines, run } from './test-support/run.js';
 import { tmpDir, v2Batch, writeSegment } from './test-support/segments.js';
 
 const cliRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const mainJs = path.join(cliRoot, 'dist', 'main.js');
+/** The `seglift` command: dist/main.js behind its launcher (node with the pipeline's flags). */
+const bin = path.join(cliRoot, 'dist', 'seglift');
 const version = JSON.parse(readFileSync(path.join(cliRoot, 'package.json'), 'utf8')).version as string;
 
 describe('seglift (in-process)', () => {
@@ -49,24 +50,24 @@ describe('seglift (in-process)', () => {
 });
 
 // These run the built binary (pnpm build first); skipped when dist/ is missing.
-needs(built(mainJs)).describe('seglift (spawned dist/main.js)', () => {
+needs(built(bin)).describe('seglift (the built command, dist/seglift)', () => {
   it('prints its version and exits 0', () => {
-    expect(execFileSync(process.execPath, [mainJs, '--version'], { encoding: 'utf8' })).toBe(`${version}\n`);
+    expect(execFileSync(bin, ['--version'], { encoding: 'utf8' })).toBe(`${version}\n`);
   });
 
   it('inspects a segment, and exits 1 on a corrupt one and 2 on a usage error', () => {
     const dir = tmpDir();
     const file = writeSegment(dir, 0n, [v2Batch(0n, 1)]);
-    const ok = spawnSync(process.execPath, [mainJs, 'inspect', file], { encoding: 'utf8' });
+    const ok = spawnSync(bin, ['inspect', file], { encoding: 'utf8' });
     expect(ok.status).toBe(0);
     expect(lines(ok.stdout)[2]).toMatch(/^baseOffset: 0 lastOffset: 0 count: 1 .* isvalid: true$/);
     const bad = Buffer.from(v2Batch(0n, 1));
     bad[bad.length - 1] ^= 1;
     const badFile = writeSegment(tmpDir(), 0n, [bad]);
-    const verify = spawnSync(process.execPath, [mainJs, 'verify', badFile], { encoding: 'utf8' });
+    const verify = spawnSync(bin, ['verify', badFile], { encoding: 'utf8' });
     expect(verify.status).toBe(1);
     expect(verify.stderr).toMatch(/^error\[CRC_MISMATCH\]: .*position 17, offset 0\)$/m);
-    const usage = spawnSync(process.execPath, [mainJs, 'inspect', '--nope'], { encoding: 'utf8' });
+    const usage = spawnSync(bin, ['inspect', '--nope'], { encoding: 'utf8' });
     expect(usage.status).toBe(2);
     expect(usage.stderr).toContain("Run 'seglift inspect --help' for usage.");
   });
@@ -80,10 +81,7 @@ needs(built(mainJs)).describe('seglift (spawned dist/main.js)', () => {
     );
     const r = spawnSync(
       'sh',
-      [
-        '-c',
-        `"${process.execPath}" "${mainJs}" inspect --deep-iteration "${file}" | head -1; exit \${PIPESTATUS:-0}`,
-      ],
+      ['-c', `"${bin}" inspect --deep-iteration "${file}" | head -1; exit \${PIPESTATUS:-0}`],
       {
         encoding: 'utf8',
       },

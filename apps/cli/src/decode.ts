@@ -1,4 +1,5 @@
 import {
+  ATTRIBUTES_OFFSET,
   batchCompression,
   batchLastOffset,
   batchTimestampType,
@@ -16,6 +17,7 @@ import {
   isTransactional,
   type LogicalRecord,
   logicalRecordsOfBatch,
+  MAGIC_OFFSET,
   readRecordBatchHeader,
   SegliftError,
   UnknownCodecError,
@@ -38,9 +40,6 @@ export interface DecodedEntry {
   /** Lazily decodes the records; throws typed errors with positions relative to the entry. */
   records(): Iterable<RecordView>;
 }
-
-const LEGACY_MAGIC_OFFSET = 16;
-const V2_ATTRIBUTES_OFFSET = 21;
 
 function codecLabel(id: number): string {
   return id <= CompressionType.ZSTD ? codecName(id) : `unknown(${id})`;
@@ -90,8 +89,7 @@ function decodeV2(entry: LogEntry): DecodedEntry {
     batch,
     unknownCodec,
     *records() {
-      if (unknownCodec !== null)
-        throw new UnknownCodecError(unknownCodec, { position: V2_ATTRIBUTES_OFFSET });
+      if (unknownCodec !== null) throw new UnknownCodecError(unknownCodec, { position: ATTRIBUTES_OFFSET });
       for (const r of logicalRecordsOfBatch(bytes)) yield v2RecordView(r, control);
     },
   };
@@ -131,7 +129,7 @@ function decodeLegacy(entry: LogEntry): DecodedEntry {
     maxTimestamp: m.magic === 0 ? -1n : m.timestamp,
     compresscodec: codecLabel(codec),
     crc: m.crc,
-    isValid: crc32(bytes.subarray(LEGACY_MAGIC_OFFSET)) === m.crc,
+    isValid: crc32(bytes.subarray(MAGIC_OFFSET)) === m.crc,
   };
   const unknownCodec = codec > CompressionType.ZSTD ? codec : null;
   return {

@@ -1,5 +1,5 @@
 /**
- * kafka-dump-log output lines (ref §8.2, DumpLogSegments.printBatchLevel and dumpLog), built
+ * kafka-dump-log output lines (docs/kafka-format.md §8.2, DumpLogSegments.printBatchLevel and dumpLog), built
  * from plain views so the wording is tested independently of the decoders.
  */
 

@@ -56,7 +56,10 @@ export function formatError(err: unknown): string {
 export function exitCodeOf(err: unknown): ExitCodeValue {
   if (err instanceof UsageError) return ExitCode.USAGE;
   if (err instanceof SegliftError)
-    return err.code === 'INVALID_ARGUMENT' ? ExitCode.USAGE : ExitCode.SEGMENT_FAILED;
+    // A stage dir that cannot be used is a usage problem: nothing was read or written.
+    return err.code === 'INVALID_ARGUMENT' || err.code === 'STAGE_DIR'
+      ? ExitCode.USAGE
+      : ExitCode.SEGMENT_FAILED;
   if (isFsError(err)) return ExitCode.SEGMENT_FAILED;
   return ExitCode.INTERNAL;
 }

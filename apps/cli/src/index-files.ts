@@ -9,7 +9,7 @@ import {
 
 /**
  * The part of an index file worth decoding: whole entries only (the broker takes
- * `length / entrySize` entries, ref §6.5), without the zero padding of a preallocated index,
+ * `length / entrySize` entries, docs/kafka-format.md §6.5), without the zero padding of a preallocated index,
  * which kafka-dump-log stops at anyway. Keeps entry 0 even when it is all zeros.
  */
 function usedEntries(buf: Uint8Array, entrySize: number): Uint8Array {

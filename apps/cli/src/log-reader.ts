@@ -10,7 +10,7 @@ export interface ReadLogOptions {
 }
 
 /**
- * The shallow entries of a .log the way kafka-dump-log walks them (ref §1.6): a partial entry at
+ * The shallow entries of a .log the way kafka-dump-log walks them (docs/kafka-format.md §1.6): a partial entry at
  * the end ends the iteration quietly and is reported afterwards as invalid bytes
  * (`end - validEnd`) instead of failing. Reading is @seglift/segment's streaming reader.
  */

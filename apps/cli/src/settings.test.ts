@@ -37,27 +37,72 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     const src = legacySegment(dir, 10);
     const out = path.join(dir, 'out');
     const { segment, summary } = await convertJson([src, '--out', out], { SEGLIFT_CODEC: 'lz4' });
-    expect(segment.codecOut).toEqual({ 'v2/lz4': 10 });
+    // The default grouping coalesces the 10 small messages into one batch.
+    expect(segment.codecOut).toEqual({ 'v2/lz4': 1 });
     expect(summary.settings).toEqual({
       codec: 'lz4',
       level: null,
-      grouping: 'kafka',
+      grouping: 'coalesce',
       coalesceBytes: 1048576,
       maxBatchBytes: 1048588,
+      onlyIfSmaller: false,
       indexIntervalBytes: 4096,
+      segmentIndexBytes: 10485760,
       maxDecompressedBatchBytes: 64 * 1024 * 1024,
     });
     // The human summary says which codec was used and where it came from.
     const r = await run(['convert', src, '--out', path.join(dir, 'out2')], { SEGLIFT_CODEC: 'lz4' });
     expect(r.code).toBe(0);
     expect(lines(r.stdout).at(-1)).toBe(
-      'settings: codec lz4 (env SEGLIFT_CODEC), level codec default (default), grouping kafka (default)',
+      'settings: codec lz4 (env SEGLIFT_CODEC), level codec default (default), grouping coalesce (default)',
     );
     // A flag beats the environment.
     const f = await convertJson([src, '--out', path.join(dir, 'out3'), '--codec', 'gzip'], {
       SEGLIFT_CODEC: 'lz4',
     });
-    expect(f.segment.codecOut).toEqual({ 'v2/gzip': 10 });
+    expect(f.segment.codecOut).toEqual({ 'v2/gzip': 1 });
+  });
+
+  it('takes flags as operators type them: --codec ZSTD, --level -5; a typo gets the nearest flag', async () => {
+    const dir = tmpDir();
+    const src = legacySegment(dir, 3);
+    const { segment, summary } = await convertJson([
+      src,
+      '--out',
+      path.join(dir, 'o1'),
+      '--codec',
+      'ZSTD',
+      '--level',
+      '-5',
+    ]);
+    expect(segment.codecOut).toEqual({ 'v2/zstd': 1 }); // three legacy messages, coalesced
+    expect(summary.settings).toMatchObject({ codec: 'zstd', level: -5 });
+    const typo = await run(['convert', src, '--out', path.join(dir, 'o2'), '--levle', '3']);
+    expect(typo).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        "error: unknown option '--levle'; did you mean --level?\nRun 'seglift convert --help' for usage.\n",
+    });
+    const missing = await run(['migrate', dir, '--codec']);
+    expect(missing.stderr.split('\n')[0]).toBe('error: option --codec needs a value');
+  });
+
+  it('warns about a misspelt SEGLIFT_* variable (it would be ignored without a word) and runs', async () => {
+    const dir = tmpDir();
+    const src = legacySegment(dir, 3);
+    const r = await run(['convert', src, '--out', path.join(dir, 'o')], { SEGLIFT_CODECC: 'lz4' });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe(
+      "warning: SEGLIFT_CODECC is not a seglift setting and is ignored; did you mean SEGLIFT_CODEC? ('seglift config print --help' lists the variables)\n",
+    );
+    expect(lines(r.stdout).at(-1)).toMatch(/^settings: codec zstd \(default\)/);
+    const print = await run(['config', 'print'], { SEGLIFT_LEVL: '3' });
+    expect(print.stderr).toContain(
+      'SEGLIFT_LEVL is not a seglift setting and is ignored; did you mean SEGLIFT_LEVEL?',
+    );
+    const help = await run(['config', 'print', '--help']);
+    expect(help.stdout).toMatch(/^ {2}SEGLIFT_WORKER_CONCURRENCY +worker\.concurrency$/m);
   });
 
   it('with no codec anywhere the schema default zstd applies and is named', async () => {
@@ -67,7 +112,7 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(lines(r.stdout).at(-1)).toBe(
-      'settings: codec zstd (default), level codec default (default), grouping kafka (default)',
+      'settings: codec zstd (default), level codec default (default), grouping coalesce (default)',
     );
   });
 
@@ -104,7 +149,7 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     // The human line names each source.
     const r = await run(['convert', src, '--out', path.join(dir, 'd'), '--config', file, '--level', '9']);
     expect(lines(r.stdout).at(-1)).toBe(
-      `settings: codec gzip (file ${file}), level 9 (flag), grouping kafka (default)`,
+      `settings: codec gzip (file ${file}), level 9 (flag), grouping coalesce (default)`,
     );
   });
 
@@ -130,7 +175,7 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     // The codec/level cross-check applies to flags too.
     const lvl = await run(['convert', src, '--out', out, '--codec', 'gzip', '--level', '12']);
     expect(lvl.code).toBe(2);
-    expect(lvl.stderr).toContain('  - level = 12 (from flag): gzip level must be between 1 and 9');
+    expect(lvl.stderr).toContain('  - level = 12 (from flag): invalid gzip level 12: expected 1..9');
     // migrate and audit load the same way.
     const m = await run(['migrate', dir], { SEGLIFT_LEVEL: 'high' });
     expect(m.code).toBe(2);
@@ -140,7 +185,7 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     expect(a.stderr).toContain('  - level = "high" (from env SEGLIFT_LEVEL): ');
   });
 
-  it('--index-interval-bytes sets where the rebuilt .index has entries (LogSegment.recover, ref §6.4)', async () => {
+  it('--index-interval-bytes sets where the rebuilt .index has entries (LogSegment.recover, docs/kafka-format.md §6.4)', async () => {
     const dir = tmpDir();
     const src = legacySegment(dir, 60);
     for (const [interval, flagValue] of [
@@ -149,7 +194,7 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
       [300, '300'],
     ] as const) {
       const out = path.join(dir, `out-${interval}`);
-      const args = [src, '--codec', 'none', '--out', out];
+      const args = [src, '--codec', 'none', '--grouping', 'kafka', '--out', out];
       if (flagValue !== undefined) args.push('--index-interval-bytes', flagValue);
       const { summary } = await convertJson(args);
       expect(summary.settings.indexIntervalBytes).toBe(interval);
@@ -178,6 +223,34 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     }
   });
 
+  it("--segment-index-bytes (and SEGLIFT_SEGMENT_INDEX_BYTES) is the topic's segment.index.bytes the active segment's indexes must fit", async () => {
+    const dir = tmpDir();
+    const src = legacySegment(dir, 60);
+    const args = [
+      'convert',
+      src,
+      '--in-place',
+      '--codec',
+      'none',
+      '--grouping',
+      'kafka',
+      '--index-interval-bytes',
+      '1',
+    ];
+    // 59 offset index entries (472 bytes) do not fit 256 bytes: refused, the file untouched.
+    const before = readFileSync(src);
+    const refused = await run([...args, '--segment-index-bytes', '256']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/segment\.index\.bytes \(256\).*--segment-index-bytes/);
+    expect(readFileSync(src).equals(before)).toBe(true);
+    const ok = await run([...args, '--json'], { SEGLIFT_SEGMENT_INDEX_BYTES: '1024' });
+    expect(ok.code, ok.stderr).toBe(0);
+    const summary = lines(ok.stdout)
+      .map((l) => JSON.parse(l))
+      .at(-1);
+    expect(summary.settings.segmentIndexBytes).toBe(1024);
+  });
+
   it('--coalesce-bytes (and SEGLIFT_COALESCE_BYTES) set how many records a coalesced batch takes', async () => {
     const dir = tmpDir();
     const src = legacySegment(dir, 20);
@@ -190,7 +263,8 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     // Each record is 112 bytes in a v2 batch (attributes 1, timestampDelta 1, offsetDelta 1,
     // key length 1 + 3, value length 2 + 100, headers 1, length varint 2) and a batch's header
     // is 61 bytes: 61 + 5 * 112 = 621 bytes hold exactly 5 records.
-    expect(await batchesOut([])).toBe(20);
+    expect(await batchesOut(['--grouping', 'kafka'])).toBe(20);
+    expect(await batchesOut([])).toBe(1);
     expect(await batchesOut(['--grouping', 'coalesce'])).toBe(1);
     expect(await batchesOut(['--grouping', 'coalesce', '--coalesce-bytes', '621'])).toBe(4);
     expect(await batchesOut(['--grouping', 'coalesce', '--coalesce-bytes', '620'])).toBe(5);
@@ -229,6 +303,7 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     legacySegment(part, 60, 0n);
     legacySegment(part, 3, 60n);
     const r = await run(['migrate', dir, '--json', '--index-interval-bytes', '1k'], {
+      SEGLIFT_GROUPING: 'kafka',
       SEGLIFT_CODEC: 'gzip',
       SEGLIFT_INDEX_INTERVAL_BYTES: '300',
       SEGLIFT_WORKER_CONCURRENCY: '1',
@@ -246,7 +321,7 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     // The .index is convert's with the same settings.
     const ref = path.join(tmpDir(), 'ref');
     const orig = legacySegment(tmpDir(), 60, 0n);
-    await convertSegment(orig, { codec: 'gzip', indexIntervalBytes: 1024, outDir: ref });
+    await convertSegment(orig, { codec: 'gzip', grouping: 'kafka', indexIntervalBytes: 1024, outDir: ref });
     const name = '00000000000000000000.index';
     expect(readFileSync(path.join(part, name)).length).toBeGreaterThan(0);
     expect(readFileSync(path.join(part, name)).equals(readFileSync(path.join(ref, name)))).toBe(true);

@@ -9,7 +9,7 @@ export function renderTable(headers: string[], rows: string[][]): string {
   return `${[fmt(headers), ...rows.map(fmt)].join('\n')}\n`;
 }
 
-/** Bytes in binary units with one decimal (`1.5 MiB`); exact below 1 KiB. */
+/** Bytes in binary units with one decimal (`1.5 MiB`); whole bytes below 1 KiB (`83 B`, a rate too). */
 export function formatBytes(n: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let v = n;
@@ -18,7 +18,7 @@ export function formatBytes(n: number): string {
     v /= 1024;
     u++;
   }
-  return u === 0 ? `${n} B` : `${v.toFixed(1)} ${units[u]}`;
+  return u === 0 ? `${Math.round(n)} B` : `${v.toFixed(1)} ${units[u]}`;
 }
 
 export function formatDuration(ms: number): string {

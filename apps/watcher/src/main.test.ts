@@ -1,20 +1,29 @@
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRedis } from '@seglift/queue';
-import { built, freePort, needs, redisServer, spawnNode, startRedis, type TestRedis } from '@seglift/testkit';
+import {
+  built,
+  freePort,
+  needs,
+  redisServer,
+  spawnProgram,
+  startRedis,
+  type TestRedis,
+} from '@seglift/testkit';
 import { UnrecoverableError, Worker } from 'bullmq';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
-const WATCHER = join(repoRoot, 'apps/watcher/dist/main.js');
+const WATCHER = join(repoRoot, 'apps/watcher/dist/seglift-watcher');
 const dist = built(WATCHER);
 
 const seg = (n: number) => `${String(n).padStart(20, '0')}.log`;
 
 function run(args: string[], env: Record<string, string>) {
-  const p = spawnNode(WATCHER, args, env);
+  const p = spawnProgram(WATCHER, args, env);
   return { ...p, exited: p.exited.then((e) => e.code) };
 }
 
@@ -29,6 +38,29 @@ needs(dist).describe('seglift-watcher exit codes without Redis', () => {
     const help = run(['--help'], env);
     expect(await help.exited).toBe(0);
     expect(help.output()).toContain('--once [--wait]');
+  });
+
+  it('2 when the metrics port is in use, naming the setting to change; --metrics-port is checked', async () => {
+    const busy = createServer();
+    await new Promise<void>((r) => busy.listen(0, '0.0.0.0', r));
+    const port = (busy.address() as AddressInfo).port;
+    try {
+      const p = run([...['--once', '--wait'], '--metrics-port', String(port)], {
+        SEGLIFT_ROOTS: '/tmp',
+        SEGLIFT_REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+      });
+      expect(await p.exited).toBe(2);
+      expect(p.output()).toContain(`the metrics port 0.0.0.0:${port} is in use`);
+      expect(p.output()).toContain(
+        '--metrics-port N, metrics.port in the config file or SEGLIFT_METRICS_PORT',
+      );
+      expect(p.output()).not.toContain('EADDRINUSE');
+      const bad = run([...['--once', '--wait'], '--metrics-port', 'x'], { SEGLIFT_ROOTS: '/tmp' });
+      expect(await bad.exited).toBe(2);
+      expect(bad.output()).toContain('metrics.port');
+    } finally {
+      busy.close();
+    }
   });
 
   it('3 when Redis does not answer within --redis-timeout-ms', async () => {
@@ -67,7 +99,9 @@ needs(redisServer, dist).describe('seglift-watcher --once --wait exit codes on a
       name,
       async (job) => {
         if ((job.data.path as string).includes('/bad-'))
-          throw new UnrecoverableError(JSON.stringify({ code: 'CRC_MISMATCH', file: job.data.path }));
+          throw new UnrecoverableError(
+            JSON.stringify({ code: 'CRC_MISMATCH', file: job.data.path, position: 17, offset: '40' }),
+          );
         return { result: 'converted' };
       },
       { connection: conn, prefix: 'seglift' },
@@ -79,6 +113,7 @@ needs(redisServer, dist).describe('seglift-watcher --once --wait exit codes on a
         SEGLIFT_QUEUE_NAME: name,
         SEGLIFT_WORKER_ATTEMPTS: '1',
         SEGLIFT_LOG_LEVEL: 'info',
+        SEGLIFT_METRICS_PORT: '0',
       });
       return { code: await p.exited, output: p.output(), root };
     } finally {
@@ -97,7 +132,16 @@ needs(redisServer, dist).describe('seglift-watcher --once --wait exit codes on a
     const r = await runWith(['t-0', 'bad-0']);
     expect(r.code, r.output).toBe(1);
     expect(r.output).toMatch(/"succeeded":1,"failed":1,"lost":0/);
-    expect(r.output).toContain(`"segment":"${join(r.root, 'bad-0', seg(0))}"`);
-    expect(r.output).toContain('CRC_MISMATCH');
+    // As the worker logs it: the error's code, file, position and offset, not a JSON string.
+    const failed = r.output
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l))
+      .find((l) => l.msg === 'segment failed');
+    const file = join(r.root, 'bad-0', seg(0));
+    expect(failed).toMatchObject({
+      segment: file,
+      error: { code: 'CRC_MISMATCH', file, position: 17, offset: '40' },
+    });
   });
 });

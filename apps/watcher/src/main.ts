@@ -1,119 +1,181 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring --heap-growing-percent=50
-// Why each node flag (memory, GC threads, pretenuring, heap growth): docs/operator-guide.md,
-// 'Memory and CPU: how the programs start node'; measured in bench/pipeline.
 /**
- * seglift-watcher: queues finished Kafka segments for the seglift workers.
- *   seglift-watcher [--config FILE] [--root DIR]... [--redis-url URL] [--once [--wait]]
- *                   [--redis-timeout-ms MS]
- * Exit codes, as the seglift CLI's: 0 ok (with --once --wait: every job succeeded), 1 some
- * segments failed (the workers gave up on them: retrying the Job will not help), 2 usage or
- * configuration error, 3 runtime error (Redis unreachable at start, jobs lost by Redis, no worker
- * connected and nothing finished for watcher.noWorkerTimeoutMs, internal).
+ * seglift-watcher: queues finished Kafka segments for the seglift workers. Everything an operator
+ * needs is in HELP (`seglift-watcher --help`); apps/watcher/README.md has the design.
  */
 import { realpathSync } from 'node:fs';
-import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '@seglift/config';
-import { createLogger, createMetrics, setQueueCounts, startHttpServer } from '@seglift/observability';
+import {
+  type Config,
+  ConfigError,
+  FlagError,
+  loadConfigWithSources,
+  metricsPort,
+  metricsPortInUse,
+  parseFlags,
+} from '@seglift/config';
+import {
+  createLogger,
+  createMetrics,
+  type HttpServerHandle,
+  type Logger,
+  type SegliftMetrics,
+  setQueueCounts,
+  startHttpServer,
+} from '@seglift/observability';
 import { createRedis, openQueue, waitForRedis } from '@seglift/queue';
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { runOnce } from './once.js';
+import {
+  EXIT_OK,
+  EXIT_RUNTIME,
+  EXIT_SEGMENTS_FAILED,
+  EXIT_USAGE,
+  HELP,
+  OPTIONS,
+  PROGRAM,
+  usageHint,
+} from './usage.js';
 import { startWatching } from './watch.js';
 
-const EXIT_OK = 0;
-const EXIT_SEGMENTS_FAILED = 1;
-const EXIT_USAGE = 2;
-const EXIT_RUNTIME = 3;
-
-const USAGE =
-  'usage: seglift-watcher [--config FILE] [--root DIR]... [--redis-url URL] [--once [--wait]]\n' +
-  '                       [--redis-timeout-ms MS] [--log-level L]\n';
-
 async function main(argv: string[]): Promise<number> {
-  let parsed: ReturnType<typeof parse>;
+  let values: ReturnType<typeof parseFlags>['values'];
   try {
-    parsed = parse(argv);
+    values = parseFlags(argv, OPTIONS, { allowPositionals: false }).values;
   } catch (err) {
-    process.stderr.write(`seglift-watcher: ${(err as Error).message}\n${USAGE}`);
+    if (!(err instanceof FlagError)) throw err;
+    process.stderr.write(`${PROGRAM}: ${err.message}\n${usageHint}`);
     return EXIT_USAGE;
   }
-  const { values } = parsed;
   if (values.help) {
-    process.stdout.write(USAGE);
+    process.stdout.write(HELP);
     return EXIT_OK;
   }
-  const redisTimeoutMs = Number(values['redis-timeout-ms']);
-  if (!Number.isInteger(redisTimeoutMs) || redisTimeoutMs <= 0) {
-    process.stderr.write(`seglift-watcher: --redis-timeout-ms must be a positive integer\n${USAGE}`);
+  if (values.wait && !values.once) {
+    process.stderr.write(`${PROGRAM}: --wait goes with --once\n${usageHint}`);
     return EXIT_USAGE;
   }
-  let config: ReturnType<typeof loadConfig>;
+  const redisTimeoutMs = Number(values['redis-timeout-ms'] ?? 60_000);
+  if (!Number.isInteger(redisTimeoutMs) || redisTimeoutMs <= 0) {
+    process.stderr.write(`${PROGRAM}: --redis-timeout-ms must be a positive integer\n${usageHint}`);
+    return EXIT_USAGE;
+  }
+  const port = values['metrics-port'];
+  let config: Config;
+  let warnings: string[];
   try {
-    config = loadConfig({
-      file: values.config,
-      flags: { roots: values.root, 'redis.url': values['redis-url'], 'log.level': values['log-level'] },
-    });
+    ({ config, warnings } = loadConfigWithSources({
+      file: values.config as string | undefined,
+      flags: {
+        roots: values.root,
+        'redis.url': values['redis-url'],
+        'log.level': values['log-level'],
+        // Checked by the schema (an integer 0..65535) with every other problem.
+        'metrics.port': typeof port === 'string' && /^\d+$/.test(port) ? Number(port) : port,
+      },
+    }));
     if (config.roots.length === 0) {
-      throw new ConfigError([{ path: 'roots', message: 'at least one root directory is required' }]);
+      throw new ConfigError([
+        { path: 'roots', message: 'at least one root directory is required (--root DIR)' },
+      ]);
     }
   } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n`);
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
     return EXIT_USAGE;
   }
-  const logger = createLogger({
-    name: 'seglift-watcher',
-    level: config.log.level,
-    pretty: config.log.pretty,
-  });
-  const redis = createRedis(config.redis.url);
+  const logger = createLogger({ name: PROGRAM, level: config.log.level, pretty: config.log.pretty });
+  for (const w of warnings) logger.warn(w);
+  const once = values.once === true;
+  const wait = values.wait === true;
+  // Bound before Redis is touched: a port in use is a configuration problem, said at once.
+  const metrics = createMetrics();
+  let server: HttpServerHandle | undefined;
+  let redis: Redis | undefined;
+  if (!once || wait) {
+    try {
+      server = await startHttpServer({
+        port: metricsPort(config, PROGRAM),
+        host: config.metrics.host,
+        registry: metrics.registry,
+        ready: async () => (await redis?.ping().catch(() => '')) === 'PONG',
+      });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+      logger.error(metricsPortInUse(PROGRAM, config.metrics.host, metricsPort(config, PROGRAM)));
+      return EXIT_USAGE;
+    }
+  }
+  redis = createRedis(config.redis.url);
   redis.on('error', (err) => logger.warn({ err }, 'redis error'));
   try {
     await waitForRedis(redis, redisTimeoutMs);
   } catch (err) {
     logger.error({ err }, 'Redis unreachable');
     redis.disconnect();
+    await server?.close();
     return EXIT_RUNTIME;
   }
   const queue = openQueue(config, redis);
   queue.on('error', (err) => logger.warn({ err }, 'queue error'));
-
-  if (values.once) {
-    try {
-      const result = await runOnce({ config, queue, redis, logger, wait: values.wait });
-      for (const f of result.failed)
-        logger.error({ jobId: f.id, segment: f.path, reason: f.reason }, 'job failed');
-      for (const l of result.lost)
-        logger.error({ jobId: l.id, segment: l.path }, 'job kept disappearing from the queue');
-      for (const a of result.abandoned)
-        logger.error({ jobId: a.id, segment: a.path }, 'segment still queued: no worker left to convert it');
-      logger.info(
-        {
-          partitions: result.partitions,
-          ready: result.ready,
-          queued: result.queued,
-          alreadyDone: result.alreadyDone,
-          succeeded: result.succeeded,
-          failed: result.failed.length,
-          lost: result.lost.length,
-          abandoned: result.abandoned.length,
-        },
-        values.wait ? 'run finished' : 'scan finished',
-      );
-      // Bad segments win over lost or abandoned jobs: a rerun would fail on them again.
-      if (result.failed.length > 0) return EXIT_SEGMENTS_FAILED;
-      return result.lost.length > 0 || result.abandoned.length > 0 ? EXIT_RUNTIME : EXIT_OK;
-    } finally {
-      await queue.close();
-      redis.disconnect();
+  const stopGauge = server ? queueGauge(queue, metrics) : () => {};
+  try {
+    if (once) {
+      if (server) logger.info({ metricsPort: server.port }, 'serving /metrics, /healthz, /readyz');
+      return await scanOnce(config, queue, redis, logger, wait);
     }
+    // The daemon says its port with 'watching', once it listens for signals.
+    return await watch(config, queue, redis, logger, server?.port);
+  } finally {
+    stopGauge();
+    await server?.close();
+    await queue.close();
+    redis.disconnect();
   }
+}
 
-  // Long-running mode: chokidar, plus /metrics /healthz /readyz.
-  const metrics = createMetrics();
-  const server = await startHttpServer({
-    port: config.metrics.port,
-    host: config.metrics.host,
-    registry: metrics.registry,
-    ready: async () => (await redis.ping().catch(() => '')) === 'PONG',
-  });
+/** `--once [--wait]`: the migration's result as the exit code. */
+async function scanOnce(
+  config: Config,
+  queue: ReturnType<typeof openQueue>,
+  redis: Redis,
+  logger: Logger,
+  wait: boolean,
+): Promise<number> {
+  const result = await runOnce({ config, queue, redis, logger, wait });
+  // The worker's log of the failure carries the error's code, file, position and offset: so
+  // does this line, where the operator of a Job looks first.
+  for (const f of result.failed)
+    logger.error({ jobId: f.id, segment: f.path, error: jobError(f.reason) }, 'segment failed');
+  for (const l of result.lost)
+    logger.error({ jobId: l.id, segment: l.path }, 'job kept disappearing from the queue');
+  for (const a of result.abandoned)
+    logger.error({ jobId: a.id, segment: a.path }, 'segment still queued: no worker left to convert it');
+  logger.info(
+    {
+      partitions: result.partitions,
+      ready: result.ready,
+      queued: result.queued,
+      alreadyDone: result.alreadyDone,
+      succeeded: result.succeeded,
+      failed: result.failed.length,
+      lost: result.lost.length,
+      abandoned: result.abandoned.length,
+    },
+    wait ? 'run finished' : 'scan finished',
+  );
+  // Bad segments win over lost or abandoned jobs: a rerun would fail on them again.
+  if (result.failed.length > 0) return EXIT_SEGMENTS_FAILED;
+  return result.lost.length > 0 || result.abandoned.length > 0 ? EXIT_RUNTIME : EXIT_OK;
+}
+
+/** The daemon: chokidar on the roots until SIGTERM/SIGINT. */
+async function watch(
+  config: Config,
+  queue: Queue,
+  redis: Redis,
+  logger: Logger,
+  metricsPort: number | undefined,
+): Promise<number> {
   const roots = config.roots.map((r) => {
     try {
       return realpathSync(r);
@@ -123,43 +185,43 @@ async function main(argv: string[]): Promise<number> {
     }
   });
   const handle = startWatching({ config: { ...config, roots }, queue, redis, logger });
-  const gauge = setInterval(() => {
-    queue
-      .getJobCounts('waiting', 'active', 'failed', 'completed')
-      .then((c) => setQueueCounts(metrics, c))
-      .catch(() => {});
-  }, 15_000);
   // Listening for signals before saying 'watching': a stop sent on that line must not kill us.
   const stopped = new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
   });
   await handle.ready;
-  logger.info({ roots, port: server.port }, 'watching');
+  logger.info({ roots, metricsPort }, 'watching');
   await stopped;
   logger.info('shutting down');
-  clearInterval(gauge);
   await handle.close();
-  await server.close();
-  await queue.close();
-  redis.disconnect();
   return EXIT_OK;
 }
 
-function parse(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    options: {
-      config: { type: 'string', short: 'c' },
-      root: { type: 'string', multiple: true },
-      'redis-url': { type: 'string' },
-      once: { type: 'boolean', default: false },
-      wait: { type: 'boolean', default: false },
-      'redis-timeout-ms': { type: 'string', default: '60000' },
-      'log-level': { type: 'string' },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-  });
+/** seglift_queue_jobs{state}, every 15 s (and once at start); returns the stop function. */
+function queueGauge(queue: Queue, metrics: SegliftMetrics): () => void {
+  const update = () =>
+    queue
+      .getJobCounts('waiting', 'active', 'failed', 'completed')
+      .then((c) => setQueueCounts(metrics, c))
+      .catch(() => {});
+  void update();
+  const timer = setInterval(update, 15_000);
+  return () => clearInterval(timer);
+}
+
+/**
+ * A failed job's reason as the error it stands for: the worker fails a job with the typed
+ * error's JSON (code, message, file, position, offset); anything else is kept as its message.
+ */
+function jobError(reason: string): Record<string, unknown> {
+  try {
+    const e = JSON.parse(reason) as unknown;
+    if (e !== null && typeof e === 'object' && !Array.isArray(e)) return e as Record<string, unknown>;
+  } catch {
+    // not JSON: a plain message
+  }
+  return { message: reason };
 }
 
 main(process.argv.slice(2)).then(
@@ -167,7 +229,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err) => {
-    process.stderr.write(`seglift-watcher: ${(err as Error)?.stack ?? err}\n`);
+    process.stderr.write(`${PROGRAM}: ${(err as Error)?.stack ?? err}\n`);
     // exit(), not exitCode: an open Redis connection or watcher would keep the process alive.
     process.exit(EXIT_RUNTIME);
   },

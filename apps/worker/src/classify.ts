@@ -19,6 +19,7 @@ export const PERMANENT_CODES: ReadonlySet<string> = new Set([
   // An operator must act (run as the broker's user; start the broker once to finish its swap).
   'OWNERSHIP',
   'KAFKA_LEFTOVERS',
+  'STAGE_DIR',
 ]);
 
 /** Node errno codes worth retrying (busy files, full disks being cleaned, fd exhaustion, flaky I/O). */

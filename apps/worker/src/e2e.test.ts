@@ -9,13 +9,13 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { verifySegment } from '@seglift/segment';
-import { built, needs, redisServer, spawnNode, startRedis, type TestRedis } from '@seglift/testkit';
+import { built, needs, redisServer, spawnProgram, startRedis, type TestRedis } from '@seglift/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type GeneratedSegment, generateLogDir, segmentDigest } from './test-support/segments.js';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
-const WORKER = join(repoRoot, 'apps/worker/dist/main.js');
-const WATCHER = join(repoRoot, 'apps/watcher/dist/main.js');
+const WORKER = join(repoRoot, 'apps/worker/dist/seglift-worker');
+const WATCHER = join(repoRoot, 'apps/watcher/dist/seglift-watcher');
 const dist = built(WORKER, WATCHER, join(repoRoot, 'packages/segment/dist/index.js'));
 
 interface Proc {
@@ -25,7 +25,7 @@ interface Proc {
 }
 
 function run(script: string, args: string[], env: Record<string, string>): Proc {
-  const p = spawnNode(script, args, env);
+  const p = spawnProgram(script, args, env);
   return { ...p, exited: p.exited.then((e) => e.code) };
 }
 

@@ -1,17 +1,26 @@
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRedis, SEGMENT_JOB_NAME } from '@seglift/queue';
-import { built, freePort, needs, redisServer, spawnNode, startRedis, type TestRedis } from '@seglift/testkit';
+import {
+  built,
+  freePort,
+  needs,
+  redisServer,
+  spawnProgram,
+  startRedis,
+  type TestRedis,
+} from '@seglift/testkit';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
-const WORKER = join(repoRoot, 'apps/worker/dist/main.js');
+const WORKER = join(repoRoot, 'apps/worker/dist/seglift-worker');
 const dist = built(WORKER);
 
-const run = (args: string[], env: Record<string, string>) => spawnNode(WORKER, args, env);
+const run = (args: string[], env: Record<string, string>) => spawnProgram(WORKER, args, env);
 
 async function until(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const end = Date.now() + timeoutMs;
@@ -33,6 +42,32 @@ describe('seglift-worker exit codes without Redis', () => {
     expect((await help.exited).code).toBe(0);
     expect(help.output()).toContain('--exit-when-drained');
   });
+
+  needs(dist).it(
+    '2 when the metrics port is in use, naming the setting to change; --metrics-port is checked',
+    async () => {
+      const busy = createServer();
+      await new Promise<void>((r) => busy.listen(0, '0.0.0.0', r));
+      const port = (busy.address() as AddressInfo).port;
+      try {
+        const p = run([...[], '--metrics-port', String(port)], {
+          SEGLIFT_ROOTS: '/tmp',
+          SEGLIFT_REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+        });
+        expect((await p.exited).code).toBe(2);
+        expect(p.output()).toContain(`the metrics port 0.0.0.0:${port} is in use`);
+        expect(p.output()).toContain(
+          '--metrics-port N, metrics.port in the config file or SEGLIFT_METRICS_PORT',
+        );
+        expect(p.output()).not.toContain('EADDRINUSE');
+        const bad = run([...[], '--metrics-port', 'x'], { SEGLIFT_ROOTS: '/tmp' });
+        expect((await bad.exited).code).toBe(2);
+        expect(bad.output()).toContain('metrics.port');
+      } finally {
+        busy.close();
+      }
+    },
+  );
 
   needs(dist).it('3 when Redis does not answer within --redis-timeout-ms', async () => {
     const port = await freePort(); // nothing listens there

@@ -1,101 +1,107 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=8 --single-threaded-gc --no-allocation-site-pretenuring --heap-growing-percent=50
-// Why each node flag (memory, GC threads, pretenuring, heap growth): docs/operator-guide.md,
-// 'Memory and CPU: how the programs start node'; measured in bench/pipeline.
 /**
- * seglift-worker: converts queued segments with @seglift/segment.
- *   seglift-worker [--config FILE] [--root DIR]... [--redis-url URL] [--concurrency N]
- *                  [--exit-when-drained [--idle-ms MS]] [--redis-timeout-ms MS]
- * --exit-when-drained (Kubernetes work-queue Job mode): exit 0 once the queue has had no waiting,
- * delayed or active job for idle-ms (default 30 s).
+ * seglift-worker: converts queued segments with @seglift/segment. Everything an operator needs is
+ * in HELP (`seglift-worker --help`); apps/worker/README.md has the design.
  * SIGTERM/SIGINT: stop taking jobs, let running conversions finish within
  * worker.shutdownGraceMs, abort (and requeue) the rest, then exit 0 as a daemon, or, in Job mode,
  * 143 (SIGTERM) / 130 (SIGINT): the queue was not drained, so a parallel Job must not count this
  * pod as a success (one succeeded pod ends a Job without completions) and must replace it.
- * Exit codes: 0 ok, 2 usage or configuration error, 3 runtime error (Redis unreachable at start,
- * internal), 128+signal stopped before the queue was drained (Job mode). A bad segment is a
- * failed queue job, reported by seglift-watcher --once --wait, never a worker exit code.
  */
 import { constants } from 'node:os';
-import { parseArgs } from 'node:util';
-import { type Config, ConfigError, loadConfig } from '@seglift/config';
-import { createLogger, createMetrics, startHttpServer } from '@seglift/observability';
+import {
+  type Config,
+  ConfigError,
+  FlagError,
+  loadConfigWithSources,
+  metricsPort,
+  metricsPortInUse,
+  parseFlags,
+} from '@seglift/config';
+import { createLogger, createMetrics, type HttpServerHandle, startHttpServer } from '@seglift/observability';
 import { createRedis, waitForRedisAt } from '@seglift/queue';
 import { Queue } from 'bullmq';
-import { startWorker } from './worker.js';
+import { EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, HELP, OPTIONS, PROGRAM, usageHint } from './usage.js';
+import { startWorker, type WorkerHandle } from './worker.js';
 
-const EXIT_OK = 0;
-const EXIT_USAGE = 2;
-const EXIT_RUNTIME = 3;
-
-const USAGE =
-  'usage: seglift-worker [--config FILE] [--root DIR]... [--redis-url URL] [--concurrency N] [--log-level L]\n' +
-  '                      [--exit-when-drained [--idle-ms MS]] [--redis-timeout-ms MS]\n';
+/** A flag's text as a number when it is one; anything else goes to the schema, which says why. */
+const asInt = (v: unknown) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v);
 
 async function main(argv: string[]): Promise<number> {
-  let parsed: ReturnType<typeof parse>;
+  let values: ReturnType<typeof parseFlags>['values'];
   try {
-    parsed = parse(argv);
+    values = parseFlags(argv, OPTIONS, { allowPositionals: false }).values;
   } catch (err) {
-    process.stderr.write(`seglift-worker: ${(err as Error).message}\n${USAGE}`);
+    if (!(err instanceof FlagError)) throw err;
+    process.stderr.write(`${PROGRAM}: ${err.message}\n${usageHint}`);
     return EXIT_USAGE;
   }
-  const { values } = parsed;
   if (values.help) {
-    process.stdout.write(USAGE);
+    process.stdout.write(HELP);
     return EXIT_OK;
   }
-  const idleMs = Number(values['idle-ms']);
-  const redisTimeoutMs = Number(values['redis-timeout-ms']);
+  const idleMs = Number(values['idle-ms'] ?? 30_000);
+  const redisTimeoutMs = Number(values['redis-timeout-ms'] ?? 60_000);
   for (const [flag, n] of [
     ['--idle-ms', idleMs],
     ['--redis-timeout-ms', redisTimeoutMs],
   ] as const) {
     if (!Number.isInteger(n) || n <= 0) {
-      process.stderr.write(`seglift-worker: ${flag} must be a positive integer\n${USAGE}`);
+      process.stderr.write(`${PROGRAM}: ${flag} must be a positive integer\n${usageHint}`);
       return EXIT_USAGE;
     }
   }
-  const jobMode = values['exit-when-drained'];
-  let config: ReturnType<typeof loadConfig>;
+  const jobMode = values['exit-when-drained'] === true;
+  let config: Config;
+  let warnings: string[];
   try {
-    const concurrency = values.concurrency;
-    config = loadConfig({
-      file: values.config,
+    ({ config, warnings } = loadConfigWithSources({
+      file: values.config as string | undefined,
       flags: {
         roots: values.root,
         'redis.url': values['redis-url'],
-        'worker.concurrency':
-          concurrency === undefined
-            ? undefined
-            : /^\d+$/.test(concurrency)
-              ? Number(concurrency)
-              : concurrency,
+        'worker.concurrency': asInt(values.concurrency),
         'log.level': values['log-level'],
+        'metrics.port': asInt(values['metrics-port']),
       },
-    });
+    }));
     if (config.roots.length === 0) {
-      throw new ConfigError([{ path: 'roots', message: 'at least one root directory is required' }]);
+      throw new ConfigError([
+        { path: 'roots', message: 'at least one root directory is required (--root DIR)' },
+      ]);
     }
   } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n`);
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
     return EXIT_USAGE;
   }
-  const logger = createLogger({ name: 'seglift-worker', level: config.log.level, pretty: config.log.pretty });
+  const logger = createLogger({ name: PROGRAM, level: config.log.level, pretty: config.log.pretty });
+  for (const w of warnings) logger.warn(w);
+  // The metrics port first: a port in use is a configuration problem, said before any job is
+  // taken (and never after a conversion has started).
+  const metrics = createMetrics();
+  let handle: WorkerHandle | undefined;
+  let server: HttpServerHandle;
+  try {
+    server = await startHttpServer({
+      port: metricsPort(config, PROGRAM),
+      host: config.metrics.host,
+      registry: metrics.registry,
+      ready: async () =>
+        handle?.worker.isRunning() === true && (await handle.redis.ping().catch(() => '')) === 'PONG',
+    });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    logger.error(metricsPortInUse(PROGRAM, config.metrics.host, metricsPort(config, PROGRAM)));
+    return EXIT_USAGE;
+  }
   // Before anything else: BullMQ's connections would otherwise wait for Redis forever.
   try {
     await waitForRedisAt(config.redis.url, redisTimeoutMs);
   } catch (err) {
     logger.error({ err }, 'Redis unreachable');
+    await server.close();
     return EXIT_RUNTIME;
   }
-  const metrics = createMetrics();
-  const handle = await startWorker({ config, logger, metrics });
-  const server = await startHttpServer({
-    port: config.metrics.port,
-    host: config.metrics.host,
-    registry: metrics.registry,
-    ready: async () => handle.worker.isRunning() && (await handle.redis.ping().catch(() => '')) === 'PONG',
-  });
+  handle = await startWorker({ config, logger, metrics });
   const stopDrainWatch = new AbortController();
   // Listening for signals before saying 'started': a stop sent on that line must not kill us.
   const stopped = new Promise<'SIGTERM' | 'SIGINT' | 'drained'>((resolve) => {
@@ -173,29 +179,12 @@ async function waitUntilDrained(config: Config, idleMs: number, stop: AbortSigna
   }
 }
 
-function parse(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    options: {
-      config: { type: 'string', short: 'c' },
-      root: { type: 'string', multiple: true },
-      'redis-url': { type: 'string' },
-      concurrency: { type: 'string' },
-      'log-level': { type: 'string' },
-      'exit-when-drained': { type: 'boolean', default: false },
-      'idle-ms': { type: 'string', default: '30000' },
-      'redis-timeout-ms': { type: 'string', default: '60000' },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-  });
-}
-
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
   },
   (err) => {
-    process.stderr.write(`seglift-worker: ${(err as Error)?.stack ?? err}\n`);
+    process.stderr.write(`${PROGRAM}: ${(err as Error)?.stack ?? err}\n`);
     // exit(), not exitCode: open connections or worker threads would keep the process alive.
     process.exit(EXIT_RUNTIME);
   },

@@ -24,18 +24,15 @@ import { fileURLToPath } from 'node:url';
 import { type Config, loadConfig } from '@seglift/config';
 import { createRedis, partitionLeaseKey, SEGMENT_JOB_NAME, segmentJobId } from '@seglift/queue';
 import { verifySegment } from '@seglift/segment';
-import { built, needs, redisServer, spawnNode, startRedis, type TestRedis } from '@seglift/testkit';
+import { built, needs, redisServer, spawnProgram, startRedis, type TestRedis } from '@seglift/testkit';
+import { independentRecords, shallowEntries } from '@seglift/testkit/independent';
 import { type Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import {
-  independentRecords,
-  shallowEntries,
-} from '../../../packages/segment/src/test-support/independent.js';
 import { encodeSegment, type Kind } from './test-support/segments.js';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
-const WORKER = join(repoRoot, 'apps/worker/dist/main.js');
+const WORKER = join(repoRoot, 'apps/worker/dist/seglift-worker');
 const dist = built(
   WORKER,
   join(repoRoot, 'packages/segment/dist/conversion-thread.js'),
@@ -60,7 +57,7 @@ needs(redisServer, dist).describe('seglift-worker on the real pipeline with Redi
   let conn: Redis;
   const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'seglift-worker-pipeline-')));
   const root = join(tmp, 'root');
-  const procs: ReturnType<typeof spawnNode>[] = [];
+  const procs: ReturnType<typeof spawnProgram>[] = [];
   let n = 0;
 
   beforeAll(async () => {
@@ -126,7 +123,7 @@ needs(redisServer, dist).describe('seglift-worker on the real pipeline with Redi
   }
 
   function startWorkerProcess(s: Setup, env: Record<string, string> = {}) {
-    const p = spawnNode(WORKER, [], { ...s.env, ...env });
+    const p = spawnProgram(WORKER, [], { ...s.env, ...env });
     procs.push(p);
     return p;
   }
@@ -140,6 +137,19 @@ needs(redisServer, dist).describe('seglift-worker on the real pipeline with Redi
       attempts: 3,
       backoff: { type: 'fixed', delay: 100 },
     });
+  }
+
+  /**
+   * Holds the worker's conversion right after it creates its temp .log (fsops' test hook) until
+   * `release()`: the test acts on a conversion known to be under way instead of racing it.
+   */
+  function hold(s: Setup): { env: Record<string, string>; release: () => void } {
+    const file = join(tmp, `hold-${s.config.queue.name}`);
+    writeFileSync(file, '');
+    return {
+      env: { SEGLIFT_TEST_HOLD_AFTER: 'create:.log.seglift-tmp', SEGLIFT_TEST_HOLD_WHILE: file },
+      release: () => rmSync(file, { force: true }),
+    };
   }
 
   const underWay = (s: Setup) => readdirSync(s.dir).some((f) => f.endsWith('.seglift-tmp'));
@@ -167,15 +177,16 @@ needs(redisServer, dist).describe('seglift-worker on the real pipeline with Redi
     return bytes;
   }
 
-  async function stop(p: ReturnType<typeof spawnNode>): Promise<void> {
+  async function stop(p: ReturnType<typeof spawnProgram>): Promise<void> {
     p.child.kill('SIGTERM');
     expect((await p.exited).code, p.output()).toBe(0);
   }
 
   it('renews the partition lock past its TTL and takes it again when the key vanished mid-conversion', async () => {
-    // Lock TTL 1 s, renewed every 333 ms; a conversion of ~7 MB lasts several times that.
-    const s = await setup('v1', 40_000, 150, { SEGLIFT_WORKER_LOCK_DURATION_MS: '1000' });
-    const w = startWorkerProcess(s);
+    // Lock TTL 1 s, renewed every 333 ms; the conversion held until the re-take was seen.
+    const s = await setup('v1', 4_000, 150, { SEGLIFT_WORKER_LOCK_DURATION_MS: '1000' });
+    const held = hold(s);
+    const w = startWorkerProcess(s, held.env);
     const job = await enqueue(s);
     await until(
       async () => underWay(s) && (await conn.get(lockKey(s))) !== null,
@@ -186,9 +197,7 @@ needs(redisServer, dist).describe('seglift-worker on the real pipeline with Redi
     const seenAt = Date.now();
     // Renewed: still held with the same token past the 1 s TTL.
     await until(() => Date.now() - seenAt > 1500, 5000, 'a TTL and a half');
-    expect(await state(s, job), 'the conversion ended too soon to see a renewal: enlarge the segment').toBe(
-      'active',
-    );
+    expect(await state(s, job)).toBe('active');
     expect(await conn.get(lockKey(s))).toBe(token);
     // Redis restarted without persistence: the key is gone. The holder takes it again.
     expect(await conn.del(lockKey(s))).toBe(1);
@@ -197,8 +206,9 @@ needs(redisServer, dist).describe('seglift-worker on the real pipeline with Redi
       5000,
       'the re-take',
     );
-    expect(await state(s, job), 'the conversion ended before the lock was taken again').toBe('active');
+    expect(await state(s, job)).toBe('active');
     expect(await conn.get(lockKey(s))).toBe(token);
+    held.release();
     await completed(s, job);
     expect(await conn.get(lockKey(s))).toBeNull(); // released
     await expectConverted(s);
@@ -207,8 +217,9 @@ needs(redisServer, dist).describe('seglift-worker on the real pipeline with Redi
   }, 180_000);
 
   it('a lock lost to another holder, seen by the renewal, aborts the conversion: nothing swapped; the job converts once the partition is free', async () => {
-    const s = await setup('v1', 30_000, 150, { SEGLIFT_WORKER_LOCK_DURATION_MS: '1000' });
-    const w = startWorkerProcess(s);
+    const s = await setup('v1', 4_000, 150, { SEGLIFT_WORKER_LOCK_DURATION_MS: '1000' });
+    const held = hold(s);
+    const w = startWorkerProcess(s, held.env);
     const job = await enqueue(s);
     await until(
       async () => underWay(s) && (await conn.get(lockKey(s))) !== null,
@@ -217,6 +228,10 @@ needs(redisServer, dist).describe('seglift-worker on the real pipeline with Redi
     );
     // Another worker holds the partition now (the key expired during an outage and was taken).
     await conn.set(lockKey(s), 'another-worker', 'PX', 600_000);
+    // Renewals (every 333 ms) see it while the conversion is held; released, it must not swap.
+    // (Either way the swap gate checks the lease too: nothing may be swapped.)
+    await new Promise((r) => setTimeout(r, 1000));
+    held.release();
     await until(async () => (await state(s, job)) !== 'active', 60_000, 'the job to give up the segment');
     expect(sha(s.log)).toBe(s.original.sha);
     expect(leftovers(s)).toEqual([]);
@@ -231,9 +246,10 @@ needs(redisServer, dist).describe('seglift-worker on the real pipeline with Redi
   }, 180_000);
 
   it('a lock lost to another holder between two renewals never lets the job swap the segment', async () => {
-    // Renewal every 20 s: a ~2 MB conversion ends long before the next one.
-    const s = await setup('v1', 12_000, 150, { SEGLIFT_WORKER_LOCK_DURATION_MS: '60000' });
-    const w = startWorkerProcess(s);
+    // Renewal every 20 s: the conversion, held until the lock is lost, ends before the next one.
+    const s = await setup('v1', 4_000, 150, { SEGLIFT_WORKER_LOCK_DURATION_MS: '60000' });
+    const held = hold(s);
+    const w = startWorkerProcess(s, held.env);
     const job = await enqueue(s);
     await until(
       async () => underWay(s) && (await conn.get(lockKey(s))) !== null,
@@ -241,6 +257,7 @@ needs(redisServer, dist).describe('seglift-worker on the real pipeline with Redi
       'a conversion to start',
     );
     await conn.set(lockKey(s), 'another-worker', 'PX', 600_000);
+    held.release();
     await until(async () => (await state(s, job)) !== 'active', 60_000, 'the attempt to end');
     try {
       expect(sha(s.log), 'the segment was rewritten by a worker that no longer held its partition').toBe(
@@ -255,11 +272,15 @@ needs(redisServer, dist).describe('seglift-worker on the real pipeline with Redi
   }, 120_000);
 
   it('SIGTERM: past the grace period the running conversion is aborted, the segment untouched and the job requeued', async () => {
-    const s = await setup('v1', 30_000, 150, { SEGLIFT_WORKER_SHUTDOWN_GRACE_MS: '100' });
-    const w = startWorkerProcess(s);
+    const s = await setup('v1', 4_000, 150, { SEGLIFT_WORKER_SHUTDOWN_GRACE_MS: '100' });
+    const held = hold(s);
+    const w = startWorkerProcess(s, held.env);
     const job = await enqueue(s);
     await until(() => underWay(s), 60_000, 'a conversion to start');
     w.child.kill('SIGTERM');
+    // Held past the grace period: the abort reaches the conversion before it may go on.
+    await until(() => w.output().includes('grace period over'), 30_000, 'the grace period to end');
+    held.release();
     expect((await w.exited).code, w.output()).toBe(0);
     expect(w.output()).toContain('conversion aborted for shutdown; job requeued');
     expect(sha(s.log)).toBe(s.original.sha);

@@ -6,8 +6,10 @@ import { markDone, type PartitionLease, partitionLeaseKey, SegmentJobSchema, try
 import {
   type ConvertOptions,
   isActiveSegment,
+  openStageDir,
   resolveWithinRoots,
   type SegmentReport,
+  stagePartitionDir,
 } from '@seglift/segment';
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -39,7 +41,10 @@ export interface JobResult {
 }
 
 /** The job's segment, validated and confined to the roots; or a finished result (nothing to do). */
-async function segmentOf(job: Job, config: Config): Promise<{ logPath: string; size: number } | JobResult> {
+async function segmentOf(
+  job: Job,
+  config: Config,
+): Promise<{ logPath: string; size: number; stageDir?: string } | JobResult> {
   const parsed = SegmentJobSchema.safeParse(job.data);
   if (!parsed.success) {
     throw new UnrecoverableError(
@@ -70,14 +75,24 @@ async function segmentOf(job: Job, config: Config): Promise<{ logPath: string; s
       message: `segment is ${size} bytes, above limits.maxSegmentBytes ${config.limits.maxSegmentBytes}`,
     });
   }
-  if (config.readiness.requireRolled && (await isActiveSegment(logPath))) {
+  // A prepare job: the stage dir is written, so it is confined to the roots too.
+  let stageDir: string | undefined;
+  if (parsed.data.mode === 'prepare') {
+    try {
+      stageDir = await resolveWithinRoots(parsed.data.stageDir!, config.roots);
+    } catch (err) {
+      throw toJobError(err);
+    }
+  }
+  // A prepare reads beside a running broker: never its active segment, whatever the rules say.
+  if ((config.readiness.requireRolled || stageDir !== undefined) && (await isActiveSegment(logPath))) {
     throw toJobError({
       name: 'InvalidArgumentError',
       code: 'INVALID_ARGUMENT',
       message: 'refusing to convert the active segment (no newer segment in its partition)',
     });
   }
-  return { logPath, size };
+  return { logPath, size, stageDir };
 }
 
 /** One signal aborted by any of `signals`, with the first one's reason. */
@@ -98,7 +113,7 @@ export function createProcessor(deps: ProcessorDeps) {
       logger.info({ jobId: job.id, segment: segment.path }, 'segment no longer exists');
       return segment;
     }
-    const { logPath, size } = segment;
+    const { logPath, size, stageDir } = segment;
     const dir = dirname(logPath);
     const log = childLogger(logger, { jobId: job.id, segment: logPath, partition: basename(dir) });
     const lease = await tryLease(redis, partitionLeaseKey(config, dir), config.worker.lockDurationMs);
@@ -121,7 +136,7 @@ export function createProcessor(deps: ProcessorDeps) {
     try {
       let report: SegmentReport;
       try {
-        report = await convert(job, logPath, size, lease, bullSignal);
+        report = await convert(job, logPath, size, lease, bullSignal, stageDir);
       } catch (err) {
         // The pool reports failures; a converter that throws (a test's, or a bug) is classified.
         await requeueIfShuttingDown();
@@ -134,8 +149,9 @@ export function createProcessor(deps: ProcessorDeps) {
         throw toJobError(report.error ?? { name: 'Error', code: 'UNKNOWN', message: report.reason });
       }
       if (deps.metrics) recordSegmentReport(deps.metrics, report, config.codec);
-      // The file state now in the target format is done: watchers do not queue it again.
-      const after = await stat(logPath).catch(() => undefined);
+      // The file state now in the target format is done: watchers do not queue it again. (Not
+      // after a prepare: the segment itself is unchanged until the commit.)
+      const after = stageDir === undefined ? await stat(logPath).catch(() => undefined) : undefined;
       if (after !== undefined)
         await markDone(redis, config, { path: logPath, size: after.size, mtimeMs: after.mtimeMs });
       job.updateProgress({ bytesDone: size, bytesTotal: size }).catch(() => {});
@@ -157,15 +173,37 @@ export function createProcessor(deps: ProcessorDeps) {
     }
   };
 
-  function convert(job: Job, logPath: string, size: number, lease: PartitionLease, bullSignal?: AbortSignal) {
+  async function convert(
+    job: Job,
+    logPath: string,
+    size: number,
+    lease: PartitionLease,
+    bullSignal?: AbortSignal,
+    stageDir?: string,
+  ) {
     let lastProgress = 0;
+    const { backupDir, ...pipeline } = pipelineOptions(config);
+    // Prepare: into the stage dir of the log dir holding this partition (the layout a
+    // `seglift migrate <log dir> --commit --stage-dir S` reads); nothing in the log dir written.
+    const where: Partial<ConvertOptions> =
+      stageDir === undefined
+        ? {
+            inPlace: true,
+            backupDir,
+            // Asked of Redis right before the swap: a worker whose lease another worker took
+            // between two renewals never swaps.
+            beforeSwap: () => lease.assertHeld(),
+          }
+        : {
+            stageDir: stagePartitionDir(
+              await openStageDir(stageDir, dirname(dirname(logPath)), true),
+              dirname(logPath),
+            ),
+          };
     return deps.convert(logPath, {
-      ...pipelineOptions(config),
-      inPlace: true,
+      ...pipeline,
+      ...where,
       signal: anyOf([deps.shutdown, lease.lost, bullSignal]),
-      // Asked of Redis right before the swap: a worker whose lease another worker took between
-      // two renewals never swaps.
-      beforeSwap: () => lease.assertHeld(),
       onProgress: (bytesDone, bytesTotal) => {
         const now = Date.now();
         if (now - lastProgress < 500) return;

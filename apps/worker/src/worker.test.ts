@@ -142,7 +142,7 @@ needs(redisServer).describe('worker with a real Redis', () => {
     expect(calls).toHaveLength(1);
     expect(calls[0][1]).toMatchObject({
       codec: 'zstd',
-      grouping: 'kafka',
+      grouping: 'coalesce',
       maxBatchBytes: 1048588,
       indexIntervalBytes: 4096,
       maxDecompressedBatchBytes: 64 * 1024 * 1024,
@@ -157,6 +157,59 @@ needs(redisServer).describe('worker with a real Redis', () => {
     const snap = await metricsSnapshot(metrics.registry);
     expect(snap['seglift_segments_total{result="converted"}']).toBe(1);
     expect(snap['seglift_records_total{direction="in"}']).toBe(4);
+    await w.shutdown();
+    await Promise.all([queue.close(), events.close()]);
+    conn.disconnect();
+  });
+
+  it("a 'prepare' job converts into the stage dir of its log dir: nothing in place, no done marker", async () => {
+    // The stage dir beside the log dir (root), both within the roots.
+    const { config, dir, conn, queue, events } = setup([seg(0), seg(10)], { roots: [tmp] });
+    const stageDir = join(tmp, 'stage');
+    const calls: Array<[string, ConvertOptions]> = [];
+    const convert: ConvertFn = async (p, o) => {
+      calls.push([p, o]);
+      return report(p, { result: 'converted', stage: 'staged', bytesIn: 10, bytesOut: 5 });
+    };
+    const w = await startWorker({ config, logger, convert });
+    const p = join(dir, seg(0));
+    const st = statSync(p);
+    const job = await add(queue, config, {
+      path: p,
+      size: st.size,
+      mtimeMs: st.mtimeMs,
+      mode: 'prepare',
+      stageDir,
+    });
+    expect(await finished(job, events)).toMatchObject({ ok: true, value: { result: 'converted' } });
+    expect(calls).toHaveLength(1);
+    expect(calls[0][1].stageDir).toBe(join(stageDir, `${queue.name}-0`));
+    expect(calls[0][1].inPlace).toBeUndefined();
+    expect(calls[0][1].beforeSwap).toBeUndefined();
+    expect(statSync(join(stageDir, '.seglift-stage')).isFile()).toBe(true);
+    const doneId = segmentJobId({ path: p, size: st.size, mtimeMs: st.mtimeMs });
+    expect(await conn.exists(doneMarkerKey(config, doneId))).toBe(0);
+    // No stage dir, a stage dir inside the log dir, the active segment: refused.
+    const noStage = await add(queue, config, { path: p, size: 1, mtimeMs: 1, mode: 'prepare' });
+    expect(await finished(noStage, events)).toMatchObject({ ok: false });
+    const inside = await add(queue, config, {
+      path: p,
+      size: 1,
+      mtimeMs: 1,
+      mode: 'prepare',
+      stageDir: join(root, 'stage'),
+    });
+    const insideResult = await finished(inside, events);
+    expect(JSON.parse(String(insideResult.value))).toMatchObject({ code: 'STAGE_DIR' });
+    const active = await add(queue, config, {
+      path: join(dir, seg(10)),
+      size: 1,
+      mtimeMs: 1,
+      mode: 'prepare',
+      stageDir,
+    });
+    expect(await finished(active, events)).toMatchObject({ ok: false });
+    expect(calls).toHaveLength(1);
     await w.shutdown();
     await Promise.all([queue.close(), events.close()]);
     conn.disconnect();

@@ -1,18 +1,12 @@
-/** seglift run as an operator runs it: the built CLI, watcher and worker, with the production node flags. */
+/** seglift run as an operator runs it: the built commands (launchers: node with the pipeline's flags). */
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT, type RunResult, run } from './env.js';
 
-export const CLI = join(REPO_ROOT, 'apps/cli/dist/main.js');
-export const WATCHER = join(REPO_ROOT, 'apps/watcher/dist/main.js');
-export const WORKER = join(REPO_ROOT, 'apps/worker/dist/main.js');
-export const NODE_FLAGS = [
-  '--max-semi-space-size=8',
-  '--single-threaded-gc',
-  '--no-allocation-site-pretenuring',
-  '--heap-growing-percent=50',
-];
+export const CLI = join(REPO_ROOT, 'apps/cli/dist/seglift');
+export const WATCHER = join(REPO_ROOT, 'apps/watcher/dist/seglift-watcher');
+export const WORKER = join(REPO_ROOT, 'apps/worker/dist/seglift-worker');
 
 export function built(): boolean {
   return [CLI, WATCHER, WORKER].every(existsSync);
@@ -31,8 +25,8 @@ export interface MigrateResult extends RunResult {
 }
 
 export async function seglift(args: string[], env: Record<string, string> = {}): Promise<MigrateResult> {
-  const r = await run(process.execPath, [...NODE_FLAGS, CLI, ...args], {
-    env: { ...process.env, MALLOC_ARENA_MAX: '2', ...env },
+  const r = await run(CLI, args, {
+    env: { ...process.env, ...env },
     timeoutMs: 300_000,
   });
   const lines = r.stdout

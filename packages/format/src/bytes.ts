@@ -264,21 +264,6 @@ export class ByteReader {
     this.need(n, `${n} bytes`);
     this.pos += n;
   }
-
-  /** `nullableBytes` with the same checks that returns the length (-1 for null), making no view. */
-  skipNullableBytes(): number {
-    const at = this.pos;
-    const n = this.varint();
-    if (n === -1) return -1;
-    if (n < 0) throw new CorruptRecordError(`invalid length ${n}`, { position: at });
-    if (this.end - this.pos < n) {
-      throw new CorruptRecordError(`length ${n} runs past the end (${this.end - this.pos} bytes left)`, {
-        position: at,
-      });
-    }
-    this.pos += n;
-    return n;
-  }
 }
 
 /** A growable big-endian writer. `finish()` returns the written bytes. */

@@ -1,7 +1,7 @@
 import { CorruptRecordError } from './errors.js';
 
 /**
- * Control records (ref §5.4, Kafka's ControlRecordType and EndTransactionMarker).
+ * Control records (docs/kafka-format.md §5.4, Kafka's ControlRecordType and EndTransactionMarker).
  * Key = int16 version, int16 type. Unknown types decode (Kafka maps them to UNKNOWN); they are
  * never rejected, because newer brokers add types (KRaft added 2..6).
  */

@@ -29,7 +29,8 @@ export type SegliftErrorCode =
   | 'NOT_A_SEGMENT'
   | 'LOCKED'
   | 'KAFKA_LEFTOVERS'
-  | 'OWNERSHIP';
+  | 'OWNERSHIP'
+  | 'STAGE_DIR';
 
 export class SegliftError extends Error {
   readonly code: SegliftErrorCode;

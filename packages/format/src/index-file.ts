@@ -1,7 +1,7 @@
 import { CorruptRecordError, InvalidArgumentError } from './errors.js';
 
 /**
- * Offset and time index files (ref §6.2-6.5) rebuilt with LogSegment.recover's rules.
+ * Offset and time index files (docs/kafka-format.md §6.2-6.5) rebuilt with LogSegment.recover's rules.
  * .index entry: int32 relative offset, int32 position. .timeindex entry: int64 timestamp,
  * int32 relative offset. Files are written trimmed: a zero-padded file would read as entries.
  */
@@ -212,7 +212,7 @@ export function timeIndexView(buf: Uint8Array, baseOffset: bigint): TimeIndexVie
   };
 }
 
-/** Every whole entry of a .index (the broker assumes all of them valid, ref §6.5). */
+/** Every whole entry of a .index (the broker assumes all of them valid, docs/kafka-format.md §6.5). */
 export function decodeOffsetIndex(buf: Uint8Array, baseOffset: bigint): OffsetIndexEntry[] {
   const v = checkWhole(buf, OFFSET_INDEX_ENTRY_SIZE, 'offset index');
   const out: OffsetIndexEntry[] = [];

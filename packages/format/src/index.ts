@@ -4,9 +4,11 @@ export {
   codecId,
   codecName,
   compress,
+  compressTransient,
   DEFAULT_MAX_DECOMPRESSED_BATCH_BYTES,
   type DecompressOptions,
   decompress,
+  decompressTransient,
   defaultLevel,
   validateLevel,
 } from './codecs/index.js';

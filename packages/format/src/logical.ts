@@ -20,7 +20,7 @@ export function incrementSequence(sequence: number, increment: number): number {
 }
 
 /**
- * The records of a v2 batch as a consumer sees them (ref §5.3): offset = baseOffset + offsetDelta;
+ * The records of a v2 batch as a consumer sees them (docs/kafka-format.md §5.3): offset = baseOffset + offsetDelta;
  * timestamp = maxTimestamp for LogAppendTime batches, else baseTimestamp + timestampDelta (int64
  * wrap, as Java's long addition); sequence = baseSequence + offsetDelta wrapping at Int.MAX, or
  * -1 when the batch has no base sequence.

@@ -8,6 +8,7 @@ import {
   kafkaPython,
   kafkaPythonPath,
   needs,
+  prng,
   realFixtures,
   realSegmentLogs,
 } from '@seglift/testkit';
@@ -58,18 +59,6 @@ const require = createRequire(import.meta.url);
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 const enc = (s: string) => new TextEncoder().encode(s);
-
-/** Deterministic PRNG (mulberry32) for generated data. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function baseFields(over: Partial<RecordBatchFields> = {}): RecordBatchFields {
   return {
@@ -124,7 +113,7 @@ describe('hand vectors', () => {
     expect(crc32c(enc('123456789'))).toBe(0xe3069283);
   });
 
-  // IBM/sarama record_batch_test.go "empty record" (CRC 0x595FB7DD, ref §9).
+  // IBM/sarama record_batch_test.go "empty record" (CRC 0x595FB7DD, docs/kafka-format.md §9).
   const saramaEmpty = Uint8Array.from([
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 49, 0, 0, 0, 0, 2, 89, 95, 183, 221, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -440,7 +429,7 @@ describe('hand vectors', () => {
     expect((err as CrcMismatchError).expected).toBe(0x595fb7dd);
     expect((err as CrcMismatchError).position).toBe(17);
     expect((err as CrcMismatchError).offset).toBe(0n);
-    // baseOffset and partitionLeaderEpoch are not covered (ref §5.2)
+    // baseOffset and partitionLeaderEpoch are not covered (docs/kafka-format.md §5.2)
     const moved = saramaEmpty.slice();
     moved[7] = 9;
     moved[15] = 3;
@@ -464,7 +453,7 @@ describe('hand vectors', () => {
     expect(computeRecordBatchCrc(extra)).toBe(0x595fb7dd);
   });
 
-  it('a hand-built record with one header, byte for byte (ref §5.3 layout)', () => {
+  it('a hand-built record with one header, byte for byte (docs/kafka-format.md §5.3 layout)', () => {
     const rec: Record = {
       attributes: 0,
       timestampDelta: 5,

@@ -15,11 +15,11 @@ import {
   UnsupportedFormatError,
   VerifyMismatchError,
 } from './errors.js';
-import { readRecord, sizeOfRecordBody, skipRecord, writeRecordAt } from './record.js';
+import { parseRecordAt, RecordFields, readRecord, sizeOfRecordBody, writeRecordAt } from './record.js';
 import type { Record, TimestampType } from './types.js';
 
 /**
- * v2 record batches (ref §5, Kafka's DefaultRecordBatch). Batch functions take the bytes of one
+ * v2 record batches (docs/kafka-format.md §5, Kafka's DefaultRecordBatch). Batch functions take the bytes of one
  * whole batch starting at its baseOffset field; bytes beyond `LOG_OVERHEAD + batchLength` are
  * ignored. Positions in errors are relative to the start of the batch.
  */
@@ -30,7 +30,15 @@ export const LOG_OVERHEAD = 12;
 export const MAGIC_OFFSET = 16;
 /** Size of the v2 batch header (DefaultRecordBatch.RECORD_BATCH_OVERHEAD). */
 export const RECORD_BATCH_OVERHEAD = 61;
+/** Records.HEADER_SIZE_UP_TO_MAGIC: enough of any entry to read its offset, size and magic. */
+export const HEADER_SIZE_UP_TO_MAGIC = 17;
+/**
+ * The largest batch a broker accepts by default: `message.max.bytes` 1048588 (1 MiB + LOG_OVERHEAD,
+ * LogConfig.DEFAULT_MAX_MESSAGE_BYTES).
+ */
+export const DEFAULT_MAX_BATCH_BYTES = 1_048_588;
 
+/** The v2 batch's stored CRC-32C (DefaultRecordBatch.CRC_OFFSET). */
 export const CRC_OFFSET = 17;
 export const ATTRIBUTES_OFFSET = 21;
 export const RECORDS_COUNT_OFFSET = 57;
@@ -157,7 +165,7 @@ function sliceBatch(batch: Uint8Array): { header: RecordBatchHeader; bytes: Uint
   return { header, bytes: size === batch.length ? batch : batch.subarray(0, size) };
 }
 
-/** CRC-32C over attributes..end (ref §5.2). */
+/** CRC-32C over attributes..end (docs/kafka-format.md §5.2). */
 export function computeRecordBatchCrc(batch: Uint8Array): number {
   const { bytes } = sliceBatch(batch);
   return crc32c(bytes.subarray(ATTRIBUTES_OFFSET));
@@ -260,17 +268,27 @@ function checkNoneRemaining(reader: ByteReader, count: number): void {
  */
 export function checkRecordsPayload(payload: Uint8Array, count: number): void {
   if (count < 0) throw new CorruptRecordError(`negative record count ${count}`, { position: 0 });
-  const reader = new ByteReader(plain(payload));
+  const end = payload.length;
+  const f = CHECK_FIELDS;
+  let pos = 0;
   for (let i = 0; i < count; i++) {
-    if (reader.remaining === 0) {
+    if (pos === end) {
       throw new CorruptRecordError(`record stream ended after ${i} of ${count} records`, {
-        position: reader.pos,
+        position: pos,
       });
     }
-    skipRecord(reader);
+    pos = parseRecordAt(payload, pos, end, f);
   }
-  checkNoneRemaining(reader, count);
+  if (pos !== end) {
+    throw new CorruptRecordError(
+      `${end - pos} bytes left in the record stream after the declared ${count} records`,
+      { position: pos },
+    );
+  }
 }
+
+/** Scratch of checkRecordsPayload (parseRecordAt writes each record's fields here). */
+const CHECK_FIELDS = new RecordFields();
 
 /** Decodes every record of a v2 batch (no CRC check; call checkRecordBatchCrc for that). */
 export function decodeRecords(batch: Uint8Array, opts: DecodeOptions = {}): Record[] {
@@ -366,12 +384,37 @@ export function encodeRecordBatchFromPayload(
   codecId: number,
   opts: EncodeOptions = {},
 ): Uint8Array {
+  return encodeFromPayload(fields, recordsCount, payload, codecId, opts, false);
+}
+
+/** recompressRecordBatch's `transient` output: reused, grown when a batch needs more. */
+let transientOut = Buffer.allocUnsafeSlow(0);
+
+function encodeFromPayload(
+  fields: RecordBatchFields,
+  recordsCount: number,
+  payload: Uint8Array,
+  codecId: number,
+  opts: EncodeOptions,
+  transient: boolean,
+): Uint8Array {
   // Copied into the batch right below: the codec's reused output buffer is enough.
   const body = codecId === 0 ? payload : compressTransient(codecId, payload, { level: opts.level, magic: 2 });
-  const w = new ByteWriter(RECORD_BATCH_OVERHEAD + body.length);
+  const size = RECORD_BATCH_OVERHEAD + body.length;
+  if (!transient) {
+    const w = new ByteWriter(size);
+    writeHeaderFields(w, fields, codecId, recordsCount);
+    w.bytes(body);
+    return sealBatch(w.finish());
+  }
+  const w = new ByteWriter(RECORD_BATCH_OVERHEAD);
   writeHeaderFields(w, fields, codecId, recordsCount);
-  w.bytes(body);
-  return sealBatch(w.finish());
+  if (transientOut.length < size)
+    transientOut = Buffer.allocUnsafeSlow(Math.max(size, 2 * transientOut.length));
+  const out = new Uint8Array(transientOut.buffer, transientOut.byteOffset, size);
+  out.set(w.finish(), 0);
+  out.set(body, RECORD_BATCH_OVERHEAD);
+  return sealBatch(out);
 }
 
 function writeHeaderFields(w: ByteWriter, f: RecordBatchFields, codecId: number, count: number): void {
@@ -412,20 +455,27 @@ export interface RecompressOptions extends EncodeOptions, DecodeOptions {
    * recompressed batch: neither side has to be decompressed again later.
    */
   roundTrip?: boolean;
+  /** The caller has just checked the batch's stored CRC-32C (checkRecordBatchCrc): not done again. */
+  crcChecked?: boolean;
+  /**
+   * The new batch may live in a buffer the next transient call reuses (no allocation per
+   * batch): for a caller that copies it before recompressing another batch.
+   */
+  transient?: boolean;
 }
 
 /**
  * Recompresses a batch's record bytes with `codecId` without re-encoding the records: every header
- * field but the codec bits, length and CRC is kept. The stored CRC is checked first so a corrupt
- * batch is never given a fresh, valid CRC. Empty batches (count 0) and control batches come back
- * unchanged (ref §5.4: Kafka never compresses either).
+ * field but the codec bits, length and CRC is kept. The stored CRC is checked first (unless the
+ * caller says it just did) so a corrupt batch is never given a fresh, valid CRC. Empty batches (count 0) and control batches come back
+ * unchanged (docs/kafka-format.md §5.4: Kafka never compresses either).
  */
 export function recompressRecordBatch(
   batch: Uint8Array,
   codecId: number,
   opts: RecompressOptions = {},
 ): Uint8Array {
-  checkRecordBatchCrc(batch);
+  if (!opts.crcChecked) checkRecordBatchCrc(batch);
   const { header, bytes } = sliceBatch(batch);
   if (header.recordsCount === 0 || isControlBatch(header)) return bytes;
   if (header.recordsCount < 0) {
@@ -451,7 +501,7 @@ export function recompressRecordBatch(
       throw relocate(err, header, compressed);
     }
   }
-  const out = encodeRecordBatchFromPayload(header, header.recordsCount, payload, codecId, opts);
+  const out = encodeFromPayload(header, header.recordsCount, payload, codecId, opts, opts.transient === true);
   if (opts.roundTrip) checkRoundTrip(header, payload, out, codecId);
   return out;
 }

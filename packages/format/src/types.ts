@@ -1,4 +1,4 @@
-/** Codec ids of the 3-bit compression field, same in magic 0/1 and 2 (ref §3). */
+/** Codec ids of the 3-bit compression field, same in magic 0/1 and 2 (docs/kafka-format.md §3). */
 export const CompressionType = { NONE: 0, GZIP: 1, SNAPPY: 2, LZ4: 3, ZSTD: 4 } as const;
 export type CompressionId = (typeof CompressionType)[keyof typeof CompressionType];
 export type CodecName = 'none' | 'gzip' | 'snappy' | 'lz4' | 'zstd';
@@ -12,7 +12,7 @@ export interface RecordHeader {
   value: Uint8Array | null;
 }
 
-/** A v2 record as stored (ref §5.3): deltas relative to its batch. */
+/** A v2 record as stored (docs/kafka-format.md §5.3): deltas relative to its batch. */
 export interface Record {
   /** Unused by Kafka, written as 0; kept as read. */
   attributes: number;
@@ -27,7 +27,7 @@ export interface Record {
 /**
  * A record as a consumer sees it, format-independent: what verify compares between a source
  * segment and its rewrite, and what inspect prints. Legacy records map to it as a v2 reader
- * would see them after upconversion (ref §4.2): v0 -> CreateTime, timestamp -1; producer
+ * would see them after upconversion (docs/kafka-format.md §4.2): v0 -> CreateTime, timestamp -1; producer
  * fields -1; no headers.
  */
 export interface LogicalRecord {

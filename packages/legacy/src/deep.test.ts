@@ -305,7 +305,7 @@ describe('deep iteration of compressed wrappers', () => {
     expect(decodeLegacyRecords(e, { maxDecompressedBytes: 100_034 })[0].value!.length).toBe(100_000);
   });
 
-  it('round-trips every legacy codec for both magics; LZ4 HC is broken for v0 only (ref §3.2)', () => {
+  it('round-trips every legacy codec for both magics; LZ4 HC is broken for v0 only (docs/kafka-format.md §3.2)', () => {
     for (const codec of [GZIP, SNAPPY, LZ4]) {
       for (const magic of [0, 1] as const) {
         const messages = Array.from({ length: 50 }, (_, i) => ({

@@ -1,7 +1,7 @@
 /**
  * Deep iteration of a legacy entry: a plain message is its own record; a compressed wrapper
  * yields its inner messages with the offset and timestamp rules of Kafka's
- * AbstractLegacyRecordBatch.DeepRecordsIterator (ref §2).
+ * AbstractLegacyRecordBatch.DeepRecordsIterator (docs/kafka-format.md §2).
  */
 import {
   CorruptRecordError,
@@ -9,7 +9,9 @@ import {
   crc32,
   DEFAULT_MAX_DECOMPRESSED_BATCH_BYTES,
   decompress,
+  LOG_OVERHEAD,
   type LogicalRecord,
+  MAGIC_OFFSET,
   type RecordHeader,
   SegliftError,
   type TimestampType,
@@ -18,8 +20,6 @@ import {
 } from '@seglift/format';
 import {
   LEGACY_CODEC_MASK,
-  LEGACY_LOG_OVERHEAD,
-  LEGACY_MAGIC_OFFSET,
   LEGACY_RECORD_OVERHEAD_V0,
   type LegacyMessage,
   legacyTimestampType,
@@ -120,7 +120,7 @@ function innerRecords(
     throw new CorruptRecordError('compressed wrapper has no inner records', ctx);
   }
 
-  // v1: relative inner offsets (ref §2.2); v0: absolute, used as-is.
+  // v1: relative inner offsets (docs/kafka-format.md §2.2); v0: absolute, used as-is.
   let base = 0n;
   if (wrapper.magic === 1 && wrapper.offset !== 0n) {
     const lastInner = inner[inner.length - 1].offset;
@@ -133,7 +133,7 @@ function innerRecords(
     base = wrapper.offset - lastInner;
   }
 
-  // Timestamps (ref §2.3): a v1 wrapper's type rules every inner v1 message; LogAppendTime
+  // Timestamps (docs/kafka-format.md §2.3): a v1 wrapper's type rules every inner v1 message; LogAppendTime
   // replaces their timestamps. A v0 wrapper has NoTimestampType, so inner v1 messages keep their
   // own timestamp under NoTimestampType (LegacyRecord.timestampType/timestamp with a wrapper type).
   const wrapperType = legacyTimestampType(wrapper.magic, wrapper.attributes);
@@ -169,7 +169,7 @@ function readInnerStream(stream: Uint8Array, checkCrc: boolean, wrapperOffset: b
   const view = new DataView(stream.buffer, stream.byteOffset, stream.byteLength);
   const out: LegacyMessage[] = [];
   let pos = 0;
-  while (stream.length - pos >= LEGACY_LOG_OVERHEAD) {
+  while (stream.length - pos >= LOG_OVERHEAD) {
     const offset = view.getBigInt64(pos);
     const size = view.getInt32(pos + 8);
     if (size < LEGACY_RECORD_OVERHEAD_V0) {
@@ -178,7 +178,7 @@ function readInnerStream(stream: Uint8Array, checkCrc: boolean, wrapperOffset: b
         { position: 0, offset: wrapperOffset },
       );
     }
-    const end = pos + LEGACY_LOG_OVERHEAD + size;
+    const end = pos + LOG_OVERHEAD + size;
     if (end > stream.length) break;
     try {
       out.push(parseMessage(stream, view, pos, offset, end, false));
@@ -193,7 +193,7 @@ function readInnerStream(stream: Uint8Array, checkCrc: boolean, wrapperOffset: b
     }
     if (checkCrc) {
       const stored = out[out.length - 1].crc;
-      const actual = crc32(stream.subarray(pos + LEGACY_MAGIC_OFFSET, end));
+      const actual = crc32(stream.subarray(pos + MAGIC_OFFSET, end));
       if (actual !== stored) {
         throw new CrcMismatchError('CRC-32', stored, actual, { position: 0, offset: wrapperOffset });
       }
@@ -207,7 +207,7 @@ function readInnerStream(stream: Uint8Array, checkCrc: boolean, wrapperOffset: b
 const NO_HEADERS = Object.freeze([]) as unknown as RecordHeader[];
 
 /**
- * The records of one entry as a v2 reader sees them after upconversion (ref §4.2):
+ * The records of one entry as a v2 reader sees them after upconversion (docs/kafka-format.md §4.2):
  * NoTimestampType becomes CreateTime (timestamp kept, -1 for v0); no producer, no headers.
  */
 export function logicalRecordsOfLegacyEntry(

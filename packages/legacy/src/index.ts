@@ -12,8 +12,6 @@ export {
   encodeLegacyMessage,
   isLegacyCompressed,
   LEGACY_CODEC_MASK,
-  LEGACY_LOG_OVERHEAD,
-  LEGACY_MAGIC_OFFSET,
   LEGACY_RECORD_OVERHEAD_V0,
   LEGACY_RECORD_OVERHEAD_V1,
   LEGACY_TIMESTAMP_TYPE_MASK,
@@ -28,7 +26,6 @@ export {
 } from './message.js';
 export {
   DEFAULT_COALESCE_BYTES,
-  DEFAULT_MAX_BATCH_BYTES,
   type Grouping,
   type OversizeBatch,
   Upconverter,

@@ -13,7 +13,7 @@ const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 const bytes = (s: string) => new Uint8Array(Buffer.from(s));
 
 describe('legacy message bytes', () => {
-  it('writes the empty v0 message with CRC 0xA7EC6803 (ref §1.2)', () => {
+  it('writes the empty v0 message with CRC 0xA7EC6803 (docs/kafka-format.md §1.2)', () => {
     const m = encodeLegacyMessage({ magic: 0, key: null, value: null });
     expect(hex(m)).toBe('a7ec68030000ffffffffffffffff');
   });

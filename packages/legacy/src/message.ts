@@ -1,19 +1,17 @@
 /**
  * One legacy (magic 0/1) log entry: `offset int64 | size int32 | message`, big-endian
- * (ref §1.1). Readers return views into the buffer they were handed, never copies.
+ * (docs/kafka-format.md §1.1). Readers return views into the buffer they were handed, never copies.
  */
 import {
   CorruptRecordError,
   CrcMismatchError,
   crc32,
+  LOG_OVERHEAD,
+  MAGIC_OFFSET,
   type TimestampType,
   TruncatedDataError,
 } from '@seglift/format';
 
-/** offset (8) + message_size (4), `Records.LOG_OVERHEAD`. */
-export const LEGACY_LOG_OVERHEAD = 12;
-/** The magic byte sits at byte 16 of every entry, legacy or v2 (`Records.MAGIC_OFFSET`). */
-export const LEGACY_MAGIC_OFFSET = 16;
 /** crc + magic + attributes + key length + value length (`LegacyRecord.RECORD_OVERHEAD_V0`). */
 export const LEGACY_RECORD_OVERHEAD_V0 = 14;
 /** v0 overhead plus the int64 timestamp (`LegacyRecord.RECORD_OVERHEAD_V1`). */
@@ -44,7 +42,7 @@ export function legacyCompression(attributes: number): number {
   return attributes & LEGACY_CODEC_MASK;
 }
 
-/** The timestamp type the message's own attributes declare (ref §1.3): v0 never has one. */
+/** The timestamp type the message's own attributes declare (docs/kafka-format.md §1.3): v0 never has one. */
 export function legacyTimestampType(magic: number, attributes: number): TimestampType {
   if (magic === 0) return 'NoTimestampType';
   return (attributes & LEGACY_TIMESTAMP_TYPE_MASK) === 0 ? 'CreateTime' : 'LogAppendTime';
@@ -65,11 +63,11 @@ export function legacyMessageSize(magic: 0 | 1, key: Uint8Array | null, value: U
 
 /** Size of a whole entry (log overhead + message). */
 export function legacyEntrySize(magic: 0 | 1, key: Uint8Array | null, value: Uint8Array | null): number {
-  return LEGACY_LOG_OVERHEAD + legacyMessageSize(magic, key, value);
+  return LOG_OVERHEAD + legacyMessageSize(magic, key, value);
 }
 
 export interface ReadLegacyEntryOptions {
-  /** Verify the stored CRC-32 (ref §1.2). Default true. */
+  /** Verify the stored CRC-32 (docs/kafka-format.md §1.2). Default true. */
   checkCrc?: boolean;
 }
 
@@ -83,7 +81,7 @@ export function readLegacyEntry(
   options: ReadLegacyEntryOptions = {},
 ): LegacyMessage {
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-  if (buf.length - pos < LEGACY_LOG_OVERHEAD) {
+  if (buf.length - pos < LOG_OVERHEAD) {
     throw new TruncatedDataError(`legacy entry header needs 12 bytes, ${buf.length - pos} left`, {
       position: pos,
     });
@@ -96,10 +94,10 @@ export function readLegacyEntry(
       offset,
     });
   }
-  const end = pos + LEGACY_LOG_OVERHEAD + size;
+  const end = pos + LOG_OVERHEAD + size;
   if (end > buf.length) {
     throw new TruncatedDataError(
-      `legacy message declares ${size} bytes, ${buf.length - pos - LEGACY_LOG_OVERHEAD} left`,
+      `legacy message declares ${size} bytes, ${buf.length - pos - LOG_OVERHEAD} left`,
       { position: pos, offset },
     );
   }
@@ -118,9 +116,9 @@ export function parseMessage(
   end: number,
   checkCrc: boolean,
 ): LegacyMessage {
-  const size = end - pos - LEGACY_LOG_OVERHEAD;
+  const size = end - pos - LOG_OVERHEAD;
   const crc = view.getUint32(pos + 12);
-  const magic = view.getInt8(pos + LEGACY_MAGIC_OFFSET);
+  const magic = view.getInt8(pos + MAGIC_OFFSET);
   if (magic !== 0 && magic !== 1) {
     throw new CorruptRecordError(`legacy message has magic ${magic}, expected 0 or 1`, {
       position: pos,
@@ -134,7 +132,7 @@ export function parseMessage(
     });
   }
   if (checkCrc) {
-    const actual = crc32(buf.subarray(pos + LEGACY_MAGIC_OFFSET, end));
+    const actual = crc32(buf.subarray(pos + MAGIC_OFFSET, end));
     if (actual !== crc) throw new CrcMismatchError('CRC-32', crc, actual, { position: pos, offset });
   }
   const attributes = view.getUint8(pos + 17);
@@ -196,7 +194,7 @@ export interface EncodeLegacyMessageInput {
 export function encodeLegacyEntry(offset: bigint, message: EncodeLegacyMessageInput): Uint8Array {
   const { magic, key, value } = message;
   const size = legacyMessageSize(magic, key, value);
-  const out = new Uint8Array(LEGACY_LOG_OVERHEAD + size);
+  const out = new Uint8Array(LOG_OVERHEAD + size);
   const view = new DataView(out.buffer);
   view.setBigInt64(0, offset);
   view.setInt32(8, size);
@@ -216,11 +214,11 @@ export function encodeLegacyEntry(offset: bigint, message: EncodeLegacyMessageIn
   view.setInt32(p, value === null ? -1 : value.length);
   p += 4;
   if (value !== null) out.set(value, p);
-  view.setUint32(12, crc32(out.subarray(LEGACY_MAGIC_OFFSET)));
+  view.setUint32(12, crc32(out.subarray(MAGIC_OFFSET)));
   return out;
 }
 
 /** The message alone (crc through value), without offset and size: how sarama's vectors look. */
 export function encodeLegacyMessage(message: EncodeLegacyMessageInput): Uint8Array {
-  return encodeLegacyEntry(0n, message).subarray(LEGACY_LOG_OVERHEAD);
+  return encodeLegacyEntry(0n, message).subarray(LOG_OVERHEAD);
 }

@@ -7,8 +7,9 @@ import {
   readRecordBatchHeader,
 } from '@seglift/format';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { encodeLegacyEntry } from './message.js';
+import { ReferenceUpconverter } from './test-support/reference-upconverter.js';
 import { upconvertAndCheck } from './test-support/verify.js';
 import { Upconverter } from './upconvert.js';
 import { encodeCompressedWrapper, type WrapperInnerMessage } from './writer.js';
@@ -381,13 +382,15 @@ describe('Upconverter property', () => {
         fc.constantFrom<0 | 1 | 2 | 3 | 4>(0, 1, 2, 3, 4),
         fc.constantFrom(300, 1500, 6000, 1_048_588),
         fc.constantFrom(100, 2000, 1_048_576),
-        async (gen, grouping, codec, maxBatchBytes, coalesceBytes) => {
+        fc.boolean(),
+        async (gen, grouping, codec, maxBatchBytes, coalesceBytes, prove) => {
           const entries = buildEntries(gen);
           const { stats } = await upconvertAndCheck(entries, {
             grouping,
             codec,
             maxBatchBytes,
             coalesceBytes,
+            prove,
           });
           seen.splits += stats.splitBatches;
           seen.oversize += stats.oversizeBatches;
@@ -402,3 +405,164 @@ describe('Upconverter property', () => {
     expect(seen.oversize).toBeGreaterThan(10);
   });
 });
+
+describe('Upconverter fast path', () => {
+  // Offsets near 2^52 and timestamps near the int64 ends take the general path; the rest the fast one.
+  const arbWideMessage = fc.record({
+    gap: fc.oneof(
+      { weight: 8, arbitrary: fc.constant(1n) },
+      { weight: 2, arbitrary: fc.bigInt(2n, 1000n) },
+      { weight: 1, arbitrary: fc.bigInt(2_147_483_000n, 2_147_484_000n) },
+    ),
+    magic: fc.constantFrom<0 | 1>(0, 1),
+    timestamp: fc.oneof(
+      { weight: 6, arbitrary: fc.bigInt(-1n, 2_000_000_000_000n) },
+      { weight: 1, arbitrary: fc.bigInt(-(2n ** 63n), 2n ** 63n - 1n) },
+      { weight: 1, arbitrary: fc.bigInt(2n ** 52n - 10n, 2n ** 52n + 10n) },
+    ),
+    key: arbBytes,
+    value: arbBytes,
+  });
+  const arbWideEntry: fc.Arbitrary<GenEntry> = fc.record({
+    wrapper: fc.option(
+      fc.record({
+        magic: fc.constantFrom<0 | 1>(0, 1),
+        codec: fc.constantFrom<1 | 2 | 3>(1, 2, 3),
+        logAppend: fc.boolean(),
+        wrapperTimestamp: fc.oneof(fc.bigInt(0n, 2_000_000_000_000n), fc.constant(2n ** 62n)),
+        mixedMagic: fc.boolean(),
+      }),
+      { freq: 2 },
+    ),
+    logAppend: fc.boolean(),
+    messages: fc.array(arbWideMessage, { minLength: 1, maxLength: 12 }),
+  });
+
+  it('writes exactly the bytes of the implementation before it (kept in test-support), proving or not', () => {
+    let wide = 0;
+    fc.assert(
+      fc.property(
+        fc.array(arbWideEntry, { minLength: 1, maxLength: 25 }),
+        fc.constantFrom<'kafka' | 'coalesce'>('kafka', 'coalesce'),
+        fc.constantFrom<0 | 1 | 2 | 3 | 4>(0, 1, 2, 3, 4),
+        fc.constantFrom(300, 1500, 6000, 1_048_588),
+        fc.constantFrom(100, 2000, 1_048_576),
+        fc.constantFrom(0n, 2n ** 52n - 5000n),
+        fc.boolean(),
+        (gen, grouping, codec, maxBatchBytes, coalesceBytes, start, prove) => {
+          const entries = buildEntries(gen).map((e) => {
+            const b = Buffer.from(e);
+            b.writeBigInt64BE(b.readBigInt64BE(0) + start, 0);
+            return b;
+          });
+          const options = { grouping, codec, maxBatchBytes, coalesceBytes };
+          const ref = new ReferenceUpconverter(options);
+          const up = new Upconverter({ ...options, prove });
+          const expected: Uint8Array[] = [];
+          let refError: unknown;
+          try {
+            for (const e of entries) expected.push(...ref.push(e));
+            expected.push(...ref.flush());
+          } catch (err) {
+            refError = err;
+          }
+          const got: Uint8Array[] = [];
+          let error: unknown;
+          try {
+            // Entries at an offset inside a larger buffer, as the segment reader hands them over.
+            for (const e of entries) {
+              const host = Buffer.concat([Buffer.alloc(7, 0xee), e, Buffer.alloc(5, 0xee)]);
+              up.pushEntry(host, 7, 7 + e.length);
+              got.push(...splitBatches(up.takeOutput()));
+            }
+            up.finishPending();
+            got.push(...splitBatches(up.takeOutput()));
+          } catch (err) {
+            error = err;
+          }
+          if (refError !== undefined || error !== undefined) {
+            expect(String(error)).toBe(String(refError));
+            return;
+          }
+          expect(got.map(hex)).toEqual(expected.map(hex));
+          expect(up.stats).toEqual(ref.stats);
+          if (gen.some((g) => g.messages.some((m) => m.timestamp >= 2n ** 52n || m.timestamp < -(2n ** 52n))))
+            wide++;
+        },
+      ),
+      { numRuns: 400, seed: 20261130 },
+    );
+    expect(wide).toBeGreaterThan(20);
+  });
+
+  it('corrupt entries: the same error as the implementation before it, or the same bytes', () => {
+    let errors = 0;
+    fc.assert(
+      fc.property(
+        fc.array(arbEntry, { minLength: 1, maxLength: 12 }),
+        fc.array(fc.tuple(fc.nat(), fc.nat(), fc.integer({ min: 1, max: 255 })), {
+          minLength: 1,
+          maxLength: 3,
+        }),
+        fc.constantFrom<'kafka' | 'coalesce'>('kafka', 'coalesce'),
+        fc.constantFrom<0 | 4>(0, 4),
+        (gen, flips, grouping, codec) => {
+          const entries = buildEntries(gen).map((e) => Buffer.from(e));
+          // Flip bytes anywhere past the offset field (CRCs, lengths, keys, values, wrapped bytes),
+          // and sometimes an offset field (offsets that stop increasing).
+          for (const [i, at, x] of flips) {
+            const e = entries[i % entries.length];
+            const pos = x % 5 === 0 ? 7 : 12 + (at % (e.length - 12));
+            e[pos] ^= x;
+          }
+          const options = { grouping, codec, maxBatchBytes: 1500, coalesceBytes: 2000 };
+          const run = (u: { push(e: Uint8Array): Uint8Array[]; flush(): Uint8Array[] }) => {
+            try {
+              return [...entries.flatMap((e) => u.push(e)), ...u.flush()].map(hex).join();
+            } catch (err) {
+              const e = err as { name: string; message: string; offset?: bigint; position?: number };
+              return `${e.name}: ${e.message} @${e.offset}/${e.position}`;
+            }
+          };
+          const expected = run(new ReferenceUpconverter(options));
+          expect(run(new Upconverter({ ...options, prove: true }))).toBe(expected);
+          if (expected.includes('Error')) errors++;
+        },
+      ),
+      { numRuns: 500, seed: 20261201 },
+    );
+    expect(errors).toBeGreaterThan(200);
+  });
+
+  it('proof failures are VerifyMismatchErrors: a codec that decodes its output wrong is caught', async () => {
+    const format = await import('@seglift/format');
+    const entries = [0, 1, 2].map((i) => plain(BigInt(i), 1, `value-${i}`, 1000n + BigInt(i)));
+    const control = new Upconverter({ grouping: 'coalesce', codec: ZSTD, prove: true });
+    for (const e of entries) control.pushEntry(e, 0, e.length);
+    control.finishPending();
+    expect(control.stats.batchesOut).toBe(1);
+    const up = new Upconverter({ grouping: 'coalesce', codec: ZSTD, prove: true });
+    for (const e of entries) up.pushEntry(e, 0, e.length);
+    const real = format.decompressTransient;
+    const spy = vi.spyOn(format, 'decompressTransient').mockImplementation((...a) => {
+      const out = Buffer.from(real(...a));
+      out[out.length - 1] ^= 1;
+      return out;
+    });
+    try {
+      expect(() => up.finishPending()).toThrow(format.VerifyMismatchError);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
+
+function splitBatches(all: Uint8Array): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (let p = 0; p < all.length; ) {
+    const size = Buffer.from(all.buffer, all.byteOffset + p + 8, 4).readInt32BE(0) + 12;
+    out.push(all.slice(p, p + size));
+    p += size;
+  }
+  return out;
+}

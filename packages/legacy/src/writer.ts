@@ -1,6 +1,6 @@
 /**
  * Writers of legacy data with the exact bytes Kafka's MemoryRecordsBuilder writes
- * (ref §2.1-2.3). For tests, samples and benchmarks: seglift itself never writes v0/v1.
+ * (docs/kafka-format.md §2.1-2.3). For tests, samples and benchmarks: seglift itself never writes v0/v1.
  */
 import { type CompressionId, compress, InvalidArgumentError } from '@seglift/format';
 import { encodeLegacyEntry, LEGACY_TIMESTAMP_TYPE_MASK, NO_TIMESTAMP } from './message.js';

@@ -13,17 +13,35 @@ import { z } from 'zod';
  * The payload of a segment job, shared by the watcher (producer) and the worker (consumer). The
  * worker re-validates it: queue contents are not trusted.
  */
-export const SegmentJobSchema = z.strictObject({
-  /** Real path of the `.log` file when queued (the worker re-resolves it against its roots). */
-  path: z
-    .string()
-    .min(1)
-    .max(4096)
-    .refine(isAbsolute, { message: 'must be an absolute path' })
-    .refine((p) => p.endsWith('.log'), { message: 'must name a .log file' }),
-  size: z.int().min(0),
-  mtimeMs: z.number().min(0),
-});
+export const SegmentJobSchema = z
+  .strictObject({
+    /** Real path of the `.log` file when queued (the worker re-resolves it against its roots). */
+    path: z
+      .string()
+      .min(1)
+      .max(4096)
+      .refine(isAbsolute, { message: 'must be an absolute path' })
+      .refine((p) => p.endsWith('.log'), { message: 'must name a .log file' }),
+    size: z.int().min(0),
+    mtimeMs: z.number().min(0),
+    /**
+     * 'prepare': the first step of a two-phase migration (docs/operator-guide.md): convert and
+     * verify into `stageDir` while the broker runs, nothing in the log dir written. Default
+     * 'convert' (in place). Prepare jobs need their own job ids (segmentJobId is the convert's).
+     */
+    mode: z.enum(['convert', 'prepare']).optional(),
+    /** The stage dir of a prepare job (absolute, within the worker's roots). */
+    stageDir: z
+      .string()
+      .min(1)
+      .max(4096)
+      .refine(isAbsolute, { message: 'must be an absolute path' })
+      .optional(),
+  })
+  .refine((d) => d.mode !== 'prepare' || d.stageDir !== undefined, {
+    message: "a 'prepare' job needs stageDir",
+    path: ['stageDir'],
+  });
 export type SegmentJobData = z.output<typeof SegmentJobSchema>;
 
 /** BullMQ job name for segment conversions. */

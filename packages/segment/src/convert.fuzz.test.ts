@@ -186,7 +186,7 @@ function generatedSeeds(): Seed[] {
  * The records a consumer gets from `file`, entry by entry, decoded by kafkajs. One known
  * difference is settled by Kafka's rule instead: when the decompressed inner stream of a legacy
  * wrapper ends in a truncated message, Kafka's DataLogInputStream quietly stops after the complete
- * ones (ref §2, "legacy inner stream truncated"), while kafkajs drops the whole wrapper. Such
+ * ones (docs/kafka-format.md §2, "legacy inner stream truncated"), while kafkajs drops the whole wrapper. Such
  * wrappers are walked here by hand (sizes, then Kafka's v1 relative-offset rule) and their
  * complete messages expected.
  */
@@ -394,7 +394,7 @@ async function fuzzSegments(seeds: Seed[], salt: number, ciInputs: number): Prom
       } else if (report?.result === 'skipped') {
         stats.skipped++;
         if (sha(await readFile(log)) !== inputSha) fail('convertSegment', 'skip changed the source');
-      } else if (report?.result === 'converted') {
+      } else if (report?.result === 'converted' || report?.result === 'copied') {
         stats.converted++;
         if (sourceOffsetProblems) stats.convertedWithSourceOffsetAnomalies++;
         const out = inPlace ? log : path.join(outDir, name);

@@ -1,7 +1,9 @@
-import { readFile, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { crc32c } from '@seglift/format';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
+import { formatReportTable } from './report.js';
 import { crashAfterOp, killLocks } from './test-support/crash.js';
 import { mixedSegment, tmpDir, v2Batch, writeSegment } from './test-support/fixtures.js';
 import { ls, mtime, sha256 } from './test-support/helpers.js';
@@ -24,8 +26,10 @@ describe('convertSegment', () => {
     const before = await sha256(log);
     const outDir = path.join(dir, 'out');
     const progress: number[] = [];
+    // kafka grouping: one batch per legacy entry, many batches for the index checks below.
     const r = await convertSegment(log, {
       codec: 'zstd',
+      grouping: 'kafka',
       outDir,
       indexIntervalBytes: 1024,
       onProgress: (d) => progress.push(d),
@@ -121,7 +125,7 @@ describe('convertSegment', () => {
     await writeFile(txn, Buffer.alloc(34, 1));
     await writeFile(path.join(pdir, '00000000000000000000.index'), Buffer.alloc(16));
     const backupDir = path.join(dir, 'backup');
-    const r = await convertSegment(log, { codec: 'zstd', inPlace: true, backupDir });
+    const r = await convertSegment(log, { codec: 'zstd', grouping: 'kafka', inPlace: true, backupDir });
     expect(r.error).toBeUndefined();
     expect(r.result).toBe('converted');
     expect(await ls(pdir)).toEqual([
@@ -333,6 +337,146 @@ describe('convertSegment', () => {
     const r = await convertSegment(log, { codec: 'none', outDir: path.join(dir, 'o'), maxBatchBytes: 1000 });
     expect(r).toMatchObject({ result: 'converted', oversizeKept: 1, batchesCopied: 2 });
     expect(await readFile(path.join(dir, 'o', path.basename(log)))).toEqual(seg);
+  });
+
+  it('the default grouping coalesces legacy messages; verify checks upconverted runs by their proofs', async () => {
+    const seg = mixedSegment();
+    const { log, pdir } = await setup(seg.bytes);
+    const before = await sha256(log);
+    const ok = await convertSegment(log, { codec: 'zstd', outDir: path.join(pdir, '..', 'o') });
+    expect(ok.result).toBe('converted');
+    // 66 legacy entries and v2 batches in; far fewer batches out, same records.
+    expect(ok.batchesOut).toBeLessThan(15);
+    const out = await readFile(path.join(pdir, '..', 'o', '00000000000000000000.log'));
+    expect(await independentRecords(out)).toEqual(await independentRecords(seg.bytes));
+    // What a proof's CRC identity catches: a batch re-encoded with another value byte (a valid
+    // batch of its own), a base offset changed (outside the batch CRC), the source changed.
+    const cases: [string, (f: { log: string }) => Promise<void>, string][] = [
+      [
+        'forged batch',
+        async (f) => {
+          const b = await readFile(f.log);
+          const first = shallowEntries(b)[0];
+          const forged = Buffer.from(b.subarray(first.position, first.position + first.bytes.length));
+          const i = forged.indexOf(Buffer.from('alpha'));
+          if (i < 0) throw new Error('no value byte to change');
+          forged[i] ^= 0x20;
+          forged.writeUInt32BE(crc32c(forged.subarray(21)), 17);
+          forged.copy(b, first.position);
+          await writeFile(f.log, b);
+        },
+        'batch',
+      ],
+      [
+        'baseOffset',
+        async (f) => {
+          const b = await readFile(f.log);
+          const e = shallowEntries(b)[1];
+          b.writeBigInt64BE(b.readBigInt64BE(e.position) + 1n, e.position);
+          await writeFile(f.log, b);
+        },
+        'batch',
+      ],
+      [
+        'source',
+        async () => {
+          const b = await readFile(log);
+          b[b.length >> 3] ^= 1;
+          await writeFile(log, b);
+        },
+        'source',
+      ],
+    ];
+    for (const [name, hook, field] of cases) {
+      await writeFile(log, seg.bytes);
+      const r = await convertSegment(log, {
+        codec: 'none',
+        inPlace: true,
+        testHooks: { beforeVerify: hook },
+      });
+      expect([name, r.result, r.error?.code, r.error?.field]).toEqual([
+        name,
+        'failed',
+        'VERIFY_MISMATCH',
+        field,
+      ]);
+      expect(await ls(pdir)).toEqual(['00000000000000000000.log']);
+    }
+    await writeFile(log, seg.bytes);
+    expect(await sha256(log)).toBe(before);
+  });
+
+  it('onlyIfSmaller keeps batches recompression would grow, and then leaves the segment alone', async () => {
+    // gzip compresses these values better than lz4 does.
+    const values = (b: number) =>
+      Array.from({ length: 40 }, (_, i) =>
+        Buffer.from(`{"id":${b * 40 + i},"text":"${'lorem ipsum '.repeat(8)}"}`),
+      );
+    const seg = Buffer.concat([v2Batch(0n, values(0), 1), v2Batch(40n, values(1), 1)]);
+    const { dir, log } = await setup(seg);
+    const grown = await convertSegment(log, { codec: 'lz4', outDir: path.join(dir, 'a') });
+    expect(grown.result).toBe('converted');
+    expect(grown.bytesOut).toBeGreaterThan(grown.bytesIn);
+    expect(grown.codecOut).toEqual({ 'v2/lz4': 2 });
+    const table = formatReportTable([grown]);
+    expect(table).toMatch(/GREW \+\d+\.\d%/);
+    expect(table).toMatch(/warning: 1 of 1 converted segments grew/);
+    const kept = await convertSegment(log, { codec: 'lz4', onlyIfSmaller: true, inPlace: true });
+    expect(kept).toMatchObject({ result: 'skipped', reason: 'already-target-codec' });
+    // A segment with one batch that shrinks: that one is recompressed, the other kept.
+    const mixed = Buffer.concat([v2Batch(0n, values(0), 1), v2Batch(40n, values(1), 0)]);
+    await writeFile(log, mixed);
+    const r = await convertSegment(log, { codec: 'lz4', onlyIfSmaller: true, inPlace: true });
+    expect(r).toMatchObject({ result: 'converted', keptSmaller: 1, codecOut: { 'v2/gzip': 1, 'v2/lz4': 1 } });
+    expect(r.bytesOut).toBeLessThan(r.bytesIn);
+    expect(await independentRecords(await readFile(log))).toEqual(await independentRecords(mixed));
+    expect((await convertSegment(log, { codec: 'lz4', onlyIfSmaller: true, inPlace: true })).result).toBe(
+      'skipped',
+    );
+  });
+
+  it('outDir: a segment already in the target codec is copied, indexes rebuilt, verified; empty too', async () => {
+    const values = (b: number) => Array.from({ length: 30 }, (_, i) => Buffer.from(`v${b * 30 + i}`));
+    const seg = Buffer.concat([v2Batch(100n, values(0), 4), v2Batch(130n, values(1), 4)]);
+    const { dir, log } = await setup(seg, 100n);
+    const outDir = path.join(dir, 'out');
+    const r = await convertSegment(log, { codec: 'zstd', outDir, indexIntervalBytes: 1 });
+    expect(r).toMatchObject({
+      result: 'copied',
+      reason: 'already-target-codec',
+      bytesOut: seg.length,
+      batchesCopied: 2,
+      outPath: path.join(outDir, '00000000000000000100.log'),
+    });
+    const out = await readFile(path.join(outDir, '00000000000000000100.log'));
+    expect(out.equals(seg)).toBe(true);
+    const idx = recoveryIndexes(out, 100n, 1);
+    expect((await readFile(path.join(outDir, '00000000000000000100.index'))).equals(idx.index)).toBe(true);
+    expect(await mtime(path.join(outDir, '00000000000000000100.log'))).toBe(OLD.getTime());
+    expect((await verifySegment(r.outPath!)).ok).toBe(true);
+    expect(formatReportTable([r])).toMatch(/0 conv\/1 copy\/0 skip\/0 fail/);
+    // An empty segment (a rolled one that never got a record) is a segment too.
+    const empty = await setup(new Uint8Array(0), 0n);
+    const e = await convertSegment(empty.log, { codec: 'zstd', outDir: path.join(empty.dir, 'out') });
+    expect(e.result).toBe('copied');
+    expect(await ls(path.join(empty.dir, 'out'))).toEqual([
+      '00000000000000000000.index',
+      '00000000000000000000.log',
+      '00000000000000000000.timeindex',
+    ]);
+  });
+
+  it('outDir: a failed conversion leaves no directory it created behind, and never removes one it did not', async () => {
+    const seg = Buffer.from(mixedSegment().bytes);
+    seg[seg.length - 3] ^= 0xff; // the last entry's CRC no longer matches: found while writing
+    const { dir, log } = await setup(seg);
+    const r = await convertSegment(log, { codec: 'zstd', outDir: path.join(dir, 'new', 'deeper') });
+    expect(r.result).toBe('failed');
+    expect(await ls(dir)).toEqual(['topic-0']);
+    const existing = path.join(dir, 'existing');
+    await mkdir(existing);
+    expect((await convertSegment(log, { codec: 'zstd', outDir: existing })).result).toBe('failed');
+    expect(await ls(existing)).toEqual([]);
   });
 
   it('rejects bad option combinations and aborted signals with a failed report', async () => {

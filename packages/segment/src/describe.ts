@@ -8,7 +8,7 @@ import {
 import { codecLabel, inspectEntry } from './entry.js';
 import { type ReadSegmentOptions, readSegmentEntries } from './reader.js';
 
-/** One shallow entry as kafka-dump-log prints it (ref §8.2), JSON-friendly (offsets as strings). */
+/** One shallow entry as kafka-dump-log prints it (docs/kafka-format.md §8.2), JSON-friendly (offsets as strings). */
 export interface BatchSummary {
   position: number;
   size: number;

@@ -22,6 +22,15 @@ export function codecLabel(id: number): string {
   }
 }
 
+const FORMAT_KEYS = [0, 1, 2].map((magic) =>
+  Array.from({ length: 8 }, (_, c) => `v${magic}/${codecLabel(c)}`),
+);
+
+/** `v<magic>/<codec>`, the key of report.codecMixIn/codecOut (made once, not per entry). */
+export function formatKey(magic: number, codec: number): string {
+  return FORMAT_KEYS[magic]?.[codec] ?? `v${magic}/${codecLabel(codec)}`;
+}
+
 /** What the index rebuild, verify and reports need to know about one shallow entry. */
 export interface EntryInfo {
   position: number;

@@ -42,6 +42,17 @@ export class OwnershipError extends SegliftError {
   }
 }
 
+/**
+ * A stage directory (two-phase migration) that cannot be used: on another filesystem than the log
+ * dir (the commit is renames), inside it or containing it, or a non-empty directory that is not a
+ * stage directory.
+ */
+export class StageDirError extends SegliftError {
+  constructor(detail: string, context?: ErrorContext) {
+    super('STAGE_DIR', detail, context);
+  }
+}
+
 /** A path that does not resolve inside one of the configured roots (after `..` and symlinks). */
 export class PathOutsideRootsError extends SegliftError {
   readonly path: string;

@@ -152,7 +152,8 @@ tmpfs.describe('disk full (ENOSPC) on a 2 MiB tmpfs', () => {
     expect(r.error?.code).toBe('IO');
     expect(r.reason).toContain('ENOSPC');
     expect(await sha256(log)).toBe(before);
-    expect(await readdir(out)).toEqual([]);
+    // The output directory this conversion created is removed with the partial output.
+    expect(existsSync(out)).toBe(false);
     await rm(dir, { recursive: true, force: true });
   });
 

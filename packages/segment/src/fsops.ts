@@ -10,8 +10,11 @@
  *   `<op>:<suffix>[@k]`  SIGKILL right after the k-th (default 1st) operation of kind <op> whose
  *                        path ends with <suffix>, e.g. `rename:.log.swap`
  *   `#N`                 SIGKILL right after the N-th filesystem change of this thread
+ * SEGLIFT_TEST_HOLD_AFTER (tests only), same syntax, with SEGLIFT_TEST_HOLD_WHILE=<file>: right
+ *   after that operation, wait while <file> exists (the event loop keeps running: aborts and
+ *   lock renewals go on), so a test acts on a conversion held at a known point instead of racing it.
  */
-import { constants } from 'node:fs';
+import { constants, existsSync } from 'node:fs';
 import {
   type FileHandle,
   chmod as fsChmod,
@@ -19,10 +22,12 @@ import {
   link as fsLink,
   mkdir as fsMkdir,
   rename as fsRename,
+  rmdir as fsRmdir,
   unlink as fsUnlink,
   utimes as fsUtimes,
   open,
 } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { SegmentIoError } from './errors.js';
 
 export type FsOpKind =
@@ -36,7 +41,8 @@ export type FsOpKind =
   | 'utimes'
   | 'chown'
   | 'chmod'
-  | 'mkdir';
+  | 'mkdir'
+  | 'rmdir';
 
 export interface FsOp {
   kind: FsOpKind;
@@ -94,32 +100,41 @@ interface KillRule {
   nth: number;
 }
 
-function parseKillRule(spec: string | undefined): KillRule | undefined {
+function parseRule(variable: string): KillRule | undefined {
+  const spec = process.env[variable];
   if (!spec) return undefined;
   const n = /^#(\d+)$/.exec(spec);
   if (n) return { nth: Number(n[1]) };
   const m = /^([a-z-]+):([^@]+)(?:@(\d+))?$/.exec(spec);
-  if (!m) throw new Error(`SEGLIFT_TEST_KILL_AFTER: cannot parse '${spec}' (<op>:<suffix>[@k] or #N)`);
+  if (!m) throw new Error(`${variable}: cannot parse '${spec}' (<op>:<suffix>[@k] or #N)`);
   return { kind: m[1], suffix: m[2], nth: m[3] ? Number(m[3]) : 1 };
 }
 
-const killRule = parseKillRule(process.env.SEGLIFT_TEST_KILL_AFTER);
-let killMatches = 0;
+/** Counts the operations matching a rule; true at its nth. */
+function matcher(rule: KillRule | undefined): (op: FsOp) => boolean {
+  let seen = 0;
+  return (op) =>
+    rule !== undefined &&
+    (rule.kind === undefined
+      ? opCount === rule.nth
+      : op.kind === rule.kind && op.path.endsWith(rule.suffix!) && ++seen === rule.nth);
+}
 
-function done(op: FsOp): void {
+const killHere = matcher(parseRule('SEGLIFT_TEST_KILL_AFTER'));
+const holdHere = matcher(parseRule('SEGLIFT_TEST_HOLD_AFTER'));
+const holdWhile = process.env.SEGLIFT_TEST_HOLD_WHILE;
+
+async function done(op: FsOp): Promise<void> {
   opCount++;
-  if (killRule) {
-    const matches =
-      killRule.kind === undefined
-        ? opCount === killRule.nth
-        : op.kind === killRule.kind && op.path.endsWith(killRule.suffix!) && ++killMatches === killRule.nth;
-    if (matches) {
-      process.kill(process.pid, 'SIGKILL');
-      // SIGKILL is delivered before the kill call returns to this thread in practice; never go on.
-      for (;;) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
-    }
+  if (killHere(op)) {
+    process.kill(process.pid, 'SIGKILL');
+    // SIGKILL is delivered before the kill call returns to this thread in practice; never go on.
+    for (;;) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
   }
   for (const o of observers) o(op);
+  if (holdWhile && holdHere(op)) {
+    while (existsSync(holdWhile)) await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 function ioError(what: string, file: string, err: unknown): SegmentIoError {
@@ -132,7 +147,7 @@ export async function openForWrite(p: string, flags = 'w', mode = 0o644): Promis
   before();
   const fh = await open(p, flags, mode);
   try {
-    done({ kind: 'create', path: p });
+    await done({ kind: 'create', path: p });
   } catch (err) {
     await fh.close();
     throw err;
@@ -153,13 +168,13 @@ export async function writeAll(
     const { bytesWritten } = await fh.write(bytes, off, bytes.length - off, position + off);
     off += bytesWritten;
   }
-  done({ kind: 'write', path: p });
+  await done({ kind: 'write', path: p });
 }
 
 export async function syncHandle(fh: FileHandle, p: string): Promise<void> {
   before();
   await fh.sync();
-  done({ kind: 'fsync', path: p });
+  await done({ kind: 'fsync', path: p });
 }
 
 export async function fsyncFile(p: string): Promise<void> {
@@ -186,7 +201,7 @@ export async function fsyncDir(dir: string): Promise<void> {
   } finally {
     await fh?.close();
   }
-  done({ kind: 'fsync-dir', path: dir });
+  await done({ kind: 'fsync-dir', path: dir });
 }
 
 export async function rename(from: string, to: string): Promise<void> {
@@ -200,7 +215,7 @@ export async function rename(from: string, to: string): Promise<void> {
       { cause: err },
     );
   }
-  done({ kind: 'rename', path: to, from });
+  await done({ kind: 'rename', path: to, from });
 }
 
 /** Unlinks `p`; false when it did not exist. */
@@ -212,7 +227,7 @@ export async function removeIfExists(p: string): Promise<boolean> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw ioError('unlink', p, err);
   }
-  done({ kind: 'unlink', path: p });
+  await done({ kind: 'unlink', path: p });
   return true;
 }
 
@@ -220,31 +235,52 @@ export async function removeIfExists(p: string): Promise<boolean> {
 export async function link(from: string, to: string): Promise<void> {
   before();
   await fsLink(from, to);
-  done({ kind: 'link', path: to, from });
+  await done({ kind: 'link', path: to, from });
 }
 
 export async function utimes(p: string, atime: Date, mtime: Date): Promise<void> {
   before();
   await fsUtimes(p, atime, mtime);
-  done({ kind: 'utimes', path: p });
+  await done({ kind: 'utimes', path: p });
 }
 
 export async function chown(p: string, uid: number, gid: number): Promise<void> {
   before();
   await fsChown(p, uid, gid);
-  done({ kind: 'chown', path: p });
+  await done({ kind: 'chown', path: p });
 }
 
 export async function chmod(p: string, mode: number): Promise<void> {
   before();
   await fsChmod(p, mode);
-  done({ kind: 'chmod', path: p });
+  await done({ kind: 'chmod', path: p });
 }
 
-export async function mkdirp(p: string): Promise<void> {
+/** mkdir -p; returns the first directory it created (undefined: `p` existed already). */
+export async function mkdirp(p: string): Promise<string | undefined> {
   before();
   const made = await fsMkdir(p, { recursive: true });
-  if (made !== undefined) done({ kind: 'mkdir', path: p });
+  if (made !== undefined) await done({ kind: 'mkdir', path: p });
+  return made;
+}
+
+/**
+ * Undoes an `mkdirp(dir)` that created `made`: removes `dir` and its parents up to `made` while
+ * they are empty (another writer's file keeps them, and that is no error).
+ */
+export async function removeEmptyDirs(dir: string, made: string): Promise<void> {
+  for (let d = dir; d.startsWith(made); d = dirname(d)) {
+    before();
+    try {
+      await fsRmdir(d);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOENT') return;
+      throw ioError('rmdir', d, err);
+    }
+    await done({ kind: 'rmdir', path: d });
+    if (d === made) return;
+  }
 }
 
 /** Writes the whole file; fsyncs it when `sync`. No rename: callers pick the name protocol. */

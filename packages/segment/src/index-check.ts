@@ -10,7 +10,7 @@ export interface IndexProblem {
 
 /**
  * Checks .index and .timeindex entries against the batches of the log, fed in file order, the
- * way kafka-dump-log does (ref §8.2): every offset entry must point at the start of a batch whose
+ * way kafka-dump-log does (docs/kafka-format.md §8.2): every offset entry must point at the start of a batch whose
  * last offset is the entry's offset; every time entry (T, O) must name a batch whose last offset
  * is O and whose maxTimestamp is T; offsets strictly increasing (.index), timestamps strictly
  * increasing (.timeindex).

@@ -32,6 +32,7 @@ export {
   OwnershipError,
   PathOutsideRootsError,
   SegmentIoError,
+  StageDirError,
   toSegmentError,
   VerifyMismatchError,
 } from './errors.js';
@@ -60,7 +61,10 @@ export {
   parseSegmentName,
   SEGMENT_NAME_RE,
   SegmentFiles,
+  STAGE_DIR_MARKER,
+  STAGE_RECORD_SUFFIX,
 } from './names.js';
+export { PIPELINE_NODE } from './node-flags.js';
 export {
   ConversionPool,
   type ConversionPoolOptions,
@@ -78,6 +82,7 @@ export {
 export {
   evaluatePartition,
   findReadySegments,
+  newestSegmentReady,
   type PartitionVerdict,
   type ReadinessRules,
   type ReadyScan,
@@ -94,4 +99,21 @@ export {
 } from './report.js';
 export { isInside, resolveWithinRoots } from './roots.js';
 export { requireSegment, type SegmentOnDisk } from './segment-file.js';
+export {
+  openStageDir,
+  readStageRecord,
+  SOURCE_SAMPLE_BYTES,
+  type SourceIdentity,
+  type StageDir,
+  type StageRecord,
+  sourceIdentity,
+  stagePartitionDir,
+} from './stage.js';
+export {
+  commitStage,
+  prepareStage,
+  type StageCounts,
+  type TwoPhaseOptions,
+  type TwoPhaseResult,
+} from './two-phase.js';
 export { type VerifyProblem, type VerifyReport, type VerifySegmentOptions, verifySegment } from './verify.js';

@@ -202,8 +202,10 @@ export async function preparePartitionForConversion(
   seg: SegmentFiles,
   ownLockToken: string | undefined,
   signal?: AbortSignal,
+  /** The caller holds the partition lock (and keeps it). */
+  partitionLockHeld = false,
 ): Promise<void> {
-  const lock = await acquirePartitionLock(seg.dir, { signal });
+  const lock = partitionLockHeld ? undefined : await acquirePartitionLock(seg.dir, { signal });
   try {
     const report = await recoverUnderLock(seg.dir, { ownLockToken });
     if (report.cleaned.length > 0 || report.foreignSwaps.length > 0) {
@@ -213,6 +215,6 @@ export async function preparePartitionForConversion(
       );
     }
   } finally {
-    await lock.release();
+    await lock?.release();
   }
 }

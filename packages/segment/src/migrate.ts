@@ -3,6 +3,7 @@ import { assertBackupDirOutside } from './backup.js';
 import { type ConvertOptions, convertSegment } from './convert.js';
 import { findPartitionSegments, type IgnoredDir, type SegmentFile } from './discovery.js';
 import { ConversionPool, conversionThreadPath } from './pool.js';
+import { newestSegmentReady, type ReadinessRules } from './readiness.js';
 import { emptyReport, type RunSummary, type SegmentReport, summarize } from './report.js';
 
 export interface MigrateProgress {
@@ -16,6 +17,12 @@ export interface MigrateOptions
   extends Omit<ConvertOptions, 'outDir' | 'inPlace' | 'onProgress' | 'testHooks' | 'beforeSwap'> {
   /** Also convert each partition's active (highest base offset) segment. Default false. */
   includeActive?: boolean;
+  /**
+   * The watcher's readiness rules instead of includeActive (readiness.ts): in an archive
+   * (`requireRolled: false`) each partition's newest segment is converted once unchanged for
+   * `quietMs`, and otherwise reported skipped, 'still-changing'.
+   */
+  readiness?: ReadinessRules;
   /** Parallel conversions (default: all cores). */
   concurrency?: number;
   /** 'threads' (default when dist/conversion-thread.js exists) or 'inline' (in process, one at a time). */
@@ -36,7 +43,7 @@ export interface MigrateResult {
   mode: 'threads' | 'inline';
 }
 
-interface Plan {
+export interface Plan {
   todo: SegmentFile[];
   /** Reports decided without converting (active segments). */
   skipped: SegmentReport[];
@@ -44,21 +51,27 @@ interface Plan {
   ignored: IgnoredDir[];
 }
 
-async function plan(dirs: string[], options: MigrateOptions): Promise<Plan> {
+/** What `migrate` converts under `dirs`, and the newest segments it leaves (readiness rules). */
+export async function plan(dirs: string[], options: MigrateOptions): Promise<Plan> {
   const p: Plan = { todo: [], skipped: [], partitions: 0, ignored: [] };
+  const rules = options.readiness ?? { requireRolled: options.includeActive !== true, quietMs: 0 };
+  const now = Date.now();
   for (const dir of dirs) {
-    const found = await findPartitionSegments(dir, { includeActive: options.includeActive });
+    const found = await findPartitionSegments(dir, { includeActive: true });
     p.ignored.push(...found.ignored);
     for (const part of found.partitions) {
       p.partitions++;
-      p.todo.push(...part.eligible);
-      if (!options.includeActive && part.active) {
-        const r = emptyReport(part.active.path);
-        r.result = 'skipped';
-        r.reason = 'active-segment';
-        r.bytesIn = part.active.size;
-        p.skipped.push(r);
+      const newest = part.active;
+      if (newest === undefined || newestSegmentReady(newest, rules, now)) {
+        p.todo.push(...part.segments);
+        continue;
       }
+      p.todo.push(...part.segments.slice(0, -1));
+      const r = emptyReport(newest.path);
+      r.result = 'skipped';
+      r.reason = rules.requireRolled ? 'active-segment' : 'still-changing';
+      r.bytesIn = newest.size;
+      p.skipped.push(r);
     }
   }
   return p;
@@ -97,18 +110,32 @@ class ProgressTracker {
   }
 }
 
+/** How `runConversions` converts each segment of its list. */
+export interface ConversionPlan {
+  todo: SegmentFile[];
+  /** The options of segment i over the run's own (where it goes: inPlace, stageDir, fromStage). */
+  optionsFor: (i: number) => Partial<ConvertOptions>;
+  /**
+   * Segments converted in this thread, beside the pool's (a commit from a stage: links and
+   * renames, no codec work worth a thread). They run in lanes of a partition each (`partitionOf`):
+   * two lanes in one partition would only take turns at its lock.
+   */
+  inMain?: (i: number) => boolean;
+  partitionOf?: (i: number) => string;
+}
+
 /**
- * Converts, in place, every non-active segment under `dirs` (log dirs, partition dirs or their
- * parents) with the conversion pool. Active segments are reported as skipped. Never throws for
- * a bad segment; every segment gets a report, in discovery order.
+ * Converts every segment of the plan (the pool, or inline), with progress and one report per
+ * segment in plan order; segments an abort kept from starting are reported 'not-started'.
  */
-export async function migrate(dirs: string[], options: MigrateOptions): Promise<MigrateResult> {
-  const started = performance.now();
-  if (options.backupDir) await assertBackupDirOutside(options.backupDir, dirs);
-  const { todo, skipped, partitions, ignored } = await plan(dirs, options);
-  for (const r of skipped) options.onSegment?.(r);
+export async function runConversions(
+  plan: ConversionPlan,
+  options: MigrateOptions,
+): Promise<{ results: SegmentReport[]; mode: 'threads' | 'inline'; interrupted: boolean }> {
+  const { todo } = plan;
   const {
     includeActive: _a,
+    readiness: _r,
     concurrency: _c,
     mode: _m,
     onProgress: _p,
@@ -119,34 +146,63 @@ export async function migrate(dirs: string[], options: MigrateOptions): Promise<
   const tracker = new ProgressTracker(todo, options.onProgress);
   const results: SegmentReport[] = new Array(todo.length);
   const runOne = async (i: number, run: (o: ConvertOptions) => Promise<SegmentReport>) => {
-    const r = await run({ ...convert, signal, inPlace: true, onProgress: (d) => tracker.running(i, d) });
+    const r = await run({
+      ...convert,
+      ...plan.optionsFor(i),
+      signal,
+      onProgress: (d) => tracker.running(i, d),
+    } as ConvertOptions);
     results[i] = r;
     tracker.finished(i, todo[i].size);
     options.onSegment?.(r);
   };
-  const mode = options.mode === 'inline' || !conversionThreadPath() ? 'inline' : 'threads';
-  if (mode === 'inline') {
-    for (let i = 0; i < todo.length && !signal?.aborted; i++)
-      await runOne(i, (o) => convertSegment(todo[i].path, o));
-  } else {
-    const size = Math.max(1, Math.min(options.concurrency ?? os.availableParallelism(), todo.length || 1));
-    const pool = new ConversionPool({ size });
-    // Largest segments first: the run does not end with one thread converting a big segment
-    // alone while the others idle (reports stay in discovery order).
-    const order = todo.map((_, i) => i).sort((a, b) => todo[b].size - todo[a].size || a - b);
+  const all = todo.map((_, i) => i);
+  const main = plan.inMain ? all.filter((i) => plan.inMain!(i)) : [];
+  const rest = plan.inMain ? all.filter((i) => !plan.inMain!(i)) : all;
+  const concurrency = options.concurrency ?? os.availableParallelism();
+  // Lanes over a list of indexes: each takes the next one when it is done.
+  const lanes = async (order: number[], size: number, run: (i: number) => Promise<void>) => {
     let next = 0;
     const lane = async () => {
-      while (next < order.length && !signal?.aborted) {
-        const i = order[next++];
-        await runOne(i, (o) => pool.convert(todo[i].path, o));
-      }
+      while (next < order.length && !signal?.aborted) await run(order[next++]);
     };
-    try {
-      await Promise.all(Array.from({ length: size }, lane));
-    } finally {
-      await pool.close();
-    }
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(size, order.length)) }, lane));
+  };
+  // The main thread's segments by partition: each lane takes a whole partition.
+  const groups = new Map<string, number[]>();
+  for (const i of main) {
+    const key = plan.partitionOf?.(i) ?? '';
+    groups.set(key, [...(groups.get(key) ?? []), i]);
   }
+  const byPartition = [...groups.values()];
+  const inMain = lanes(
+    byPartition.map((_, g) => g),
+    concurrency,
+    async (g) => {
+      for (const i of byPartition[g])
+        if (!signal?.aborted) await runOne(i, (o) => convertSegment(todo[i].path, o));
+    },
+  );
+  const mode = options.mode === 'inline' || !conversionThreadPath() ? 'inline' : 'threads';
+  const inPool = (async () => {
+    if (mode === 'inline') {
+      // Inline: after the main thread's own, one at a time.
+      await inMain;
+      await lanes(rest, 1, (i) => runOne(i, (o) => convertSegment(todo[i].path, o)));
+    } else if (rest.length > 0) {
+      const size = Math.max(1, Math.min(concurrency, rest.length));
+      const pool = new ConversionPool({ size });
+      // Largest segments first: the run does not end with one thread converting a big segment
+      // alone while the others idle (reports stay in discovery order).
+      const order = [...rest].sort((a, b) => todo[b].size - todo[a].size || a - b);
+      try {
+        await lanes(order, size, (i) => runOne(i, (o) => pool.convert(todo[i].path, o)));
+      } finally {
+        await pool.close();
+      }
+    }
+  })();
+  await Promise.all([inMain, inPool]);
   const interrupted = signal?.aborted === true;
   for (let i = 0; i < todo.length; i++) {
     const r = results[i];
@@ -163,6 +219,23 @@ export async function migrate(dirs: string[], options: MigrateOptions): Promise<
       delete r.error;
     }
   }
+  return { results, mode, interrupted };
+}
+
+/**
+ * Converts, in place, every non-active segment under `dirs` (log dirs, partition dirs or their
+ * parents) with the conversion pool. Active segments are reported as skipped. Never throws for
+ * a bad segment; every segment gets a report, in discovery order.
+ */
+export async function migrate(dirs: string[], options: MigrateOptions): Promise<MigrateResult> {
+  const started = performance.now();
+  if (options.backupDir) await assertBackupDirOutside(options.backupDir, dirs);
+  const { todo, skipped, partitions, ignored } = await plan(dirs, options);
+  for (const r of skipped) options.onSegment?.(r);
+  const { results, mode, interrupted } = await runConversions(
+    { todo, optionsFor: () => ({ inPlace: true }) },
+    options,
+  );
   const all = [...skipped, ...results];
   return {
     reports: all,

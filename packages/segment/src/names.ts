@@ -36,6 +36,15 @@ export const LOCK_SUFFIX = '.log.seglift.lock';
 export const PARTITION_LOCK_NAME = 'seglift.partition.lock';
 /** In a backup directory and in each partition directory under it: never migrated, never counted. */
 export const BACKUP_DIR_MARKER = '.seglift-backup';
+/** At the root of a stage directory (two-phase migration, stage.ts): what `--stage-dir` may reuse. */
+export const STAGE_DIR_MARKER = '.seglift-stage';
+/**
+ * `<base>.seglift-stage.json` beside a staged segment in a stage directory: the source's identity
+ * and the staged files. Written last: staged files without it are unfinished.
+ */
+export const STAGE_RECORD_SUFFIX = '.seglift-stage.json';
+/** At a stage dir's root while a prepare or commit runs: one at a time (each prunes the stage). */
+export const STAGE_LOCK_NAME = 'seglift.stage.lock';
 
 /** The KRaft metadata log (KafkaRaftServer.MetadataTopic): never loaded as a partition log. */
 export const METADATA_TOPIC = '__cluster_metadata';
@@ -148,6 +157,10 @@ export class SegmentFiles {
   }
   get lock(): string {
     return this.file(LOCK_SUFFIX);
+  }
+  /** In a stage directory: the record of this staged segment. */
+  get stageRecord(): string {
+    return this.file(STAGE_RECORD_SUFFIX);
   }
 
   /** The same segment in another directory (outDir mode). */

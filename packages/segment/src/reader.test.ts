@@ -3,7 +3,7 @@ import path from 'node:path';
 import { CorruptRecordError, TruncatedDataError, UnsupportedFormatError } from '@seglift/format';
 import { encodeLegacyEntry } from '@seglift/legacy';
 import { describe, expect, it } from 'vitest';
-import { readSegmentEntries, type SegmentEntry } from './reader.js';
+import { entrySizeAt, readSegmentChunks, readSegmentEntries, type SegmentEntry } from './reader.js';
 import { mixedSegment, tmpDir } from './test-support/fixtures.js';
 import { shallowEntries } from './test-support/independent.js';
 
@@ -191,5 +191,43 @@ describe('readSegmentEntries', () => {
     }
     expect(n).toBe(2000);
     expect(peak).toBeLessThan(150 << 20);
+  });
+
+  it('readSegmentChunks: whole entries back to back, and an entry that fails its checks after the ones before it', async () => {
+    const dir = await tmpDir();
+    const seg = mixedSegment();
+    const file = path.join(dir, '00000000000000000000.log');
+    const expected = shallowEntries(seg.bytes);
+    // A bad size field after entry 30.
+    const bad = Buffer.alloc(20);
+    bad.writeBigInt64BE(777n, 0);
+    bad.writeInt32BE(5, 8);
+    bad[16] = 1;
+    const at = expected[30].position;
+    await writeFile(file, Buffer.concat([seg.bytes.subarray(0, at), bad]));
+    for (const chunkSize of [100, 4096, 1 << 20]) {
+      const got: { position: number; bytes: Buffer }[] = [];
+      let error: unknown;
+      try {
+        for await (const c of readSegmentChunks(file, { chunkSize, reuseBuffers: true })) {
+          expect(c.start).toBeLessThan(c.end);
+          for (let p = c.start; p < c.end; ) {
+            const size = entrySizeAt(c.bytes, p);
+            got.push({
+              position: c.position + (p - c.start),
+              bytes: Buffer.from(c.bytes.subarray(p, p + size)),
+            });
+            p += size;
+          }
+        }
+      } catch (err) {
+        error = err;
+      }
+      expect(got.map((e) => e.position)).toEqual(expected.slice(0, 30).map((e) => e.position));
+      for (let i = 0; i < got.length; i++) expect(got[i].bytes.equals(expected[i].bytes)).toBe(true);
+      expect(error).toBeInstanceOf(CorruptRecordError);
+      expect((error as CorruptRecordError).position).toBe(at);
+      expect((error as CorruptRecordError).offset).toBe(777n);
+    }
   });
 });

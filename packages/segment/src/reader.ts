@@ -1,5 +1,13 @@
-import { open } from 'node:fs/promises';
-import { CorruptRecordError, TruncatedDataError, UnsupportedFormatError } from '@seglift/format';
+import { type FileHandle, open } from 'node:fs/promises';
+import {
+  CorruptRecordError,
+  HEADER_SIZE_UP_TO_MAGIC,
+  LOG_OVERHEAD,
+  RECORD_BATCH_OVERHEAD,
+  TruncatedDataError,
+  UnsupportedFormatError,
+} from '@seglift/format';
+import { LEGACY_RECORD_OVERHEAD_V0 } from '@seglift/legacy';
 
 /** One shallow entry of a .log: a v2 RecordBatch or a v0/v1 message (maybe a compressed wrapper). */
 export interface SegmentEntry {
@@ -9,8 +17,9 @@ export interface SegmentEntry {
   size: number;
   magic: number;
   /**
-   * The entry's bytes. A view into a chunk buffer that is never reused, so it stays valid after
-   * the iterator moves on (memory is bounded by what the caller keeps, not by the file size).
+   * The entry's bytes: a view into a chunk buffer. Without `reuseBuffers` that buffer is never
+   * reused, so the view stays valid after the iterator moves on (memory is bounded by what the
+   * caller keeps, not by the file size); with it, only until the next entry is asked for.
    */
   bytes: Uint8Array;
 }
@@ -47,16 +56,31 @@ export interface ReadSegmentOptions {
   signal?: AbortSignal;
 }
 
-const LOG_OVERHEAD = 12;
-/** Records.HEADER_SIZE_UP_TO_MAGIC: enough to read offset, size and magic (ref §1.1). */
-const HEADER_SIZE_UP_TO_MAGIC = 17;
-/** LegacyRecord.RECORD_OVERHEAD_V0: Kafka's minimum size field for any magic (ref §1.6). */
-const MIN_SIZE_FIELD = 14;
-/** RECORD_BATCH_OVERHEAD (61) minus the log overhead. */
-const MIN_V2_SIZE_FIELD = 49;
+/** LegacyRecord.RECORD_OVERHEAD_V0: Kafka's minimum size field for any magic (docs/kafka-format.md §1.6). */
+const MIN_SIZE_FIELD = LEGACY_RECORD_OVERHEAD_V0;
+const MIN_V2_SIZE_FIELD = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD;
 /** A size field above this is corruption, never an allocation: 64 MiB by default. */
 export const DEFAULT_MAX_ENTRY_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_CHUNK_SIZE = 1024 * 1024;
+
+/**
+ * Consecutive whole entries of a segment, all framing-checked (the checks readSegmentEntries
+ * lists): `bytes[start, end)`, whose first byte is at file position `position`. The pipeline's
+ * loops walk entries inside a chunk themselves: one await and no objects per entry, which for
+ * small legacy messages cost more than converting them. With `reuseBuffers` the bytes are valid
+ * until the iterator is advanced.
+ */
+export interface EntryChunk {
+  bytes: Buffer;
+  start: number;
+  end: number;
+  position: number;
+}
+
+/** Size of the entry at `p` of a chunk (12 + its size field), as the reader checked it. */
+export function entrySizeAt(bytes: Uint8Array, p: number): number {
+  return ((bytes[p + 8] << 24) | (bytes[p + 9] << 16) | (bytes[p + 10] << 8) | bytes[p + 11]) + LOG_OVERHEAD;
+}
 
 /**
  * Streams the shallow entries of a segment file with a FileHandle and large reads. Every entry's
@@ -69,159 +93,257 @@ export async function* readSegmentEntries(
   file: string,
   options: ReadSegmentOptions = {},
 ): AsyncGenerator<SegmentEntry, void, undefined> {
+  for await (const c of readSegmentChunks(file, options)) {
+    const b = c.bytes;
+    for (let p = c.start; p < c.end; ) {
+      const size = entrySizeAt(b, p);
+      yield { position: c.position + (p - c.start), size, magic: b[p + 16], bytes: b.subarray(p, p + size) };
+      p += size;
+    }
+  }
+}
+
+/**
+ * readSegmentEntries by chunks of whole entries (see EntryChunk), with the same checks and the
+ * same errors: an entry that fails them is thrown after the chunk of the entries before it.
+ */
+export async function* readSegmentChunks(
+  file: string,
+  options: ReadSegmentOptions = {},
+): AsyncGenerator<EntryChunk, void, undefined> {
   const maxEntryBytes = options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES;
-  const chunkSize = options.chunkSize ?? DEFAULT_CHUNK_SIZE;
   const fh = await open(file, 'r');
-  let aheadRead: Promise<number> | undefined;
+  let window: ReadWindow | undefined;
   try {
     const fileSize = Math.min((await fh.stat()).size, options.maxBytes ?? Number.MAX_SAFE_INTEGER);
-    let buf: Buffer = Buffer.alloc(0);
-    let pos = options.startPosition ?? 0;
-    let bufStart = pos;
-
-    // Makes [pos, pos + need) available in `buf`; the caller has checked it lies inside the file.
-    // Callers test `buffered` first: awaiting a no-op per entry costs more than parsing small ones.
-    const buffered = (need: number): boolean => pos >= bufStart && pos + need <= bufStart + buf.length;
-    // Read-ahead: the chunk after the buffered bytes is read on libuv's pool while the caller
-    // works on the entries already handed out, so parsing and codecs never wait on a read. It
-    // lands `headroom` bytes into its buffer; at the refill only the partial entry at the end of
-    // the current buffer is copied in front of it.
-    const headroom = chunkSize;
-    const bufferBytes = headroom + chunkSize;
-    // reuseBuffers: two dedicated buffers (never from Buffer's shared pool) taking turns: `current`
-    // holds the entries being handed out, `spare` is free and the read-ahead's target.
-    let current: Buffer | undefined;
-    let spare: Buffer | undefined;
-    let ahead: Buffer | undefined;
-    let aheadStart = -1;
-    const readInto = async (b: Buffer, at: number, length: number, filePos: number): Promise<number> => {
-      let n = 0;
-      while (n < length) {
-        const { bytesRead } = await fh.read(b, at + n, length - n, filePos + n);
-        if (bytesRead === 0) break;
-        n += bytesRead;
-      }
-      return n;
+    const w = new ReadWindow(fh, file, fileSize, options.startPosition ?? 0, options);
+    window = w;
+    /** File position where the entries not yet handed out start (== w.pos when there are none). */
+    let chunkFrom = w.pos;
+    // The entries checked since the last hand-out, as one chunk (they all lie in w.buf).
+    const pending = (): EntryChunk | undefined => {
+      if (chunkFrom === w.pos) return undefined;
+      const c = { bytes: w.buf, start: chunkFrom - w.bufStart, end: w.pos - w.bufStart, position: chunkFrom };
+      chunkFrom = w.pos;
+      return c;
     };
-    const readAhead = (): void => {
-      const start = bufStart + buf.length;
-      const length = Math.min(chunkSize, fileSize - start);
-      if (length <= 0) return;
-      if (options.reuseBuffers) {
-        if (spare === undefined || spare.length < bufferBytes) spare = Buffer.allocUnsafeSlow(bufferBytes);
-        ahead = spare;
-      } else {
-        ahead = Buffer.allocUnsafeSlow(bufferBytes);
-      }
-      aheadStart = start;
-      aheadRead = readInto(ahead, headroom, length, start);
-      // Handled when awaited; a failure here must not surface as an unhandled rejection.
-      aheadRead.catch(() => {});
-    };
-    const take = (next: Buffer, from: number, to: number): void => {
-      buf = next.subarray(from, to);
-      bufStart = pos;
-      if (options.reuseBuffers) {
-        // The buffer being left holds only entries already handed out: free for the next read-ahead.
-        spare = current;
-        current = next;
-      }
-      readAhead();
-    };
-    const fill = async (need: number): Promise<void> => {
-      const keep = Math.max(0, bufStart + buf.length - pos);
-      let got = 0;
-      if (aheadRead !== undefined) {
-        const pending = aheadRead;
-        aheadRead = undefined;
-        const n = await pending;
-        // Usable when it starts exactly where the kept bytes end (always, unless a caller's
-        // startPosition moved `pos` past the buffer).
-        if (aheadStart === pos + keep) got = n;
-      }
-      if (got > 0 && keep <= headroom && keep + got >= need) {
-        const next = ahead!;
-        if (keep > 0) buf.copy(next, headroom - keep, pos - bufStart, buf.length);
-        take(next, headroom - keep, headroom + got);
-        return;
-      }
-      // First read, an entry larger than what is buffered and read ahead, or a short read-ahead.
-      const want = Math.min(Math.max(chunkSize, need, keep + got), fileSize - pos);
-      const next = Buffer.allocUnsafeSlow(want);
-      if (keep > 0) buf.copy(next, 0, pos - bufStart, buf.length);
-      let filled = keep;
-      if (got > 0) {
-        ahead!.copy(next, filled, headroom, headroom + got);
-        filled += got;
-      }
-      if (filled < want) filled += await readInto(next, filled, want - filled, pos + filled);
-      if (filled < need) {
-        throw new TruncatedDataError(`file shrank while reading: needed ${need} bytes, got ${filled}`, {
-          file,
-          position: pos,
-        });
-      }
-      take(next, 0, filled);
+    const truncated = (remaining: number, detail: string, offset?: bigint): void => {
+      if (!options.acceptTruncatedTail)
+        throw new TruncatedDataError(detail, { file, position: w.pos, offset });
+      options.onTruncatedTail?.({ position: w.pos, bytes: remaining, offset });
     };
 
-    const truncated = (remaining: number, detail: string, offset?: bigint): boolean => {
-      if (options.acceptTruncatedTail) {
-        options.onTruncatedTail?.({ position: pos, bytes: remaining, offset });
-        return true;
-      }
-      throw new TruncatedDataError(detail, { file, position: pos, offset });
-    };
-
-    while (pos < fileSize) {
+    while (w.pos < fileSize) {
       options.signal?.throwIfAborted();
-      const remaining = fileSize - pos;
+      const remaining = fileSize - w.pos;
       if (remaining < HEADER_SIZE_UP_TO_MAGIC) {
+        const c = pending();
+        if (c) yield c;
         let offset: bigint | undefined;
         if (remaining >= 8) {
-          if (!buffered(8)) await fill(8);
-          offset = buf.readBigInt64BE(pos - bufStart);
+          if (!w.holds(8)) await w.fill(8);
+          offset = w.buf.readBigInt64BE(w.pos - w.bufStart);
         }
         truncated(remaining, `partial entry at the end of the file: ${remaining} bytes`, offset);
         return;
       }
-      if (!buffered(HEADER_SIZE_UP_TO_MAGIC)) await fill(HEADER_SIZE_UP_TO_MAGIC);
-      let o = pos - bufStart;
-      const offset = buf.readBigInt64BE(o);
-      const sizeField = buf.readInt32BE(o + 8);
-      const magic = buf.readInt8(o + 16);
-      const ctx = { file, position: pos, offset };
-      if (sizeField < MIN_SIZE_FIELD) {
-        throw new CorruptRecordError(
-          `entry size ${sizeField} is smaller than the minimum ${MIN_SIZE_FIELD}`,
-          ctx,
-        );
+      // Buffered checks inline: awaiting a no-op per entry costs more than parsing small ones.
+      if (!w.holds(HEADER_SIZE_UP_TO_MAGIC)) {
+        const c = pending();
+        if (c) yield c;
+        await w.fill(HEADER_SIZE_UP_TO_MAGIC);
       }
-      if (magic < 0 || magic > 2) throw new UnsupportedFormatError(`unsupported magic ${magic}`, ctx);
-      if (magic === 2 && sizeField < MIN_V2_SIZE_FIELD) {
-        throw new CorruptRecordError(`record batch length ${sizeField} is smaller than the minimum 49`, ctx);
-      }
-      if (sizeField > maxEntryBytes - LOG_OVERHEAD) {
-        throw new CorruptRecordError(
-          `entry size ${sizeField} exceeds the limit of ${maxEntryBytes} bytes (maxEntryBytes)`,
-          ctx,
-        );
+      const o = w.pos - w.bufStart;
+      const buf = w.buf;
+      const sizeField = (buf[o + 8] << 24) | (buf[o + 9] << 16) | (buf[o + 10] << 8) | buf[o + 11];
+      const magic = buf[o + 16];
+      if (
+        sizeField < MIN_SIZE_FIELD ||
+        magic > 2 ||
+        (magic === 2 && sizeField < MIN_V2_SIZE_FIELD) ||
+        sizeField > maxEntryBytes - LOG_OVERHEAD
+      ) {
+        const c = pending();
+        if (c) yield c;
+        throw framingError(buf, o, sizeField, maxEntryBytes, { file, position: w.pos });
       }
       const size = sizeField + LOG_OVERHEAD;
       if (size > remaining) {
+        const c = pending();
+        if (c) yield c;
         truncated(
           remaining,
           `partial entry at the end of the file: declares ${size} bytes, ${remaining} present`,
-          offset,
+          buf.readBigInt64BE(o),
         );
         return;
       }
-      if (!buffered(size)) await fill(size);
-      o = pos - bufStart;
-      yield { position: pos, size, magic, bytes: buf.subarray(o, o + size) };
-      pos += size;
+      if (!w.holds(size)) {
+        const c = pending();
+        if (c) yield c;
+        await w.fill(size);
+      }
+      w.pos += size;
     }
+    const c = pending();
+    if (c) yield c;
   } finally {
-    await aheadRead?.catch(() => {});
+    await window?.settle();
     await fh.close();
+  }
+}
+
+/** The error for an entry whose size field or magic fails the framing checks (see above). */
+function framingError(
+  buf: Buffer,
+  o: number,
+  sizeField: number,
+  maxEntryBytes: number,
+  at: { file: string; position: number },
+): Error {
+  const ctx = { ...at, offset: buf.readBigInt64BE(o) };
+  const magic = buf.readInt8(o + 16);
+  if (sizeField < MIN_SIZE_FIELD) {
+    return new CorruptRecordError(
+      `entry size ${sizeField} is smaller than the minimum ${MIN_SIZE_FIELD}`,
+      ctx,
+    );
+  }
+  if (magic < 0 || magic > 2) return new UnsupportedFormatError(`unsupported magic ${magic}`, ctx);
+  if (magic === 2 && sizeField < MIN_V2_SIZE_FIELD) {
+    return new CorruptRecordError(
+      `record batch length ${sizeField} is smaller than the minimum ${MIN_V2_SIZE_FIELD}`,
+      ctx,
+    );
+  }
+  return new CorruptRecordError(
+    `entry size ${sizeField} exceeds the limit of ${maxEntryBytes} bytes (maxEntryBytes)`,
+    ctx,
+  );
+}
+
+/**
+ * The bytes of a segment file around the read position: `buf` holds file positions
+ * [bufStart, bufStart + buf.length), and `pos` is where the next entry starts.
+ *
+ * Read-ahead: the chunk after the buffered bytes is read on libuv's pool while the caller works
+ * on the entries already handed out, so parsing and codecs never wait on a read. It lands
+ * `headroom` bytes into its buffer; at the refill only the partial entry at the end of the
+ * current buffer is copied in front of it. With reuseBuffers two dedicated buffers (never from
+ * Buffer's shared pool) take turns: `current` holds the entries being handed out, `spare` is free
+ * and the read-ahead's target.
+ */
+class ReadWindow {
+  buf: Buffer = Buffer.alloc(0);
+  bufStart: number;
+  pos: number;
+  private readonly chunkSize: number;
+  private readonly headroom: number;
+  private readonly bufferBytes: number;
+  private current: Buffer | undefined;
+  private spare: Buffer | undefined;
+  private ahead: Buffer | undefined;
+  private aheadStart = -1;
+  private aheadRead: Promise<number> | undefined;
+
+  constructor(
+    private readonly fh: FileHandle,
+    private readonly file: string,
+    private readonly fileSize: number,
+    start: number,
+    private readonly options: ReadSegmentOptions,
+  ) {
+    this.pos = start;
+    this.bufStart = start;
+    this.chunkSize = options.chunkSize ?? DEFAULT_CHUNK_SIZE;
+    this.headroom = this.chunkSize;
+    this.bufferBytes = this.headroom + this.chunkSize;
+  }
+
+  /** Whether the `n` bytes at `pos` are in `buf`. */
+  holds(n: number): boolean {
+    return this.pos >= this.bufStart && this.pos + n <= this.bufStart + this.buf.length;
+  }
+
+  /** Makes `buf` hold at least `need` bytes from `pos`; only once the entries before `pos` are handed out. */
+  async fill(need: number): Promise<void> {
+    const { pos, buf, bufStart, headroom } = this;
+    const keep = Math.max(0, bufStart + buf.length - pos);
+    let got = 0;
+    if (this.aheadRead !== undefined) {
+      const pending = this.aheadRead;
+      this.aheadRead = undefined;
+      const n = await pending;
+      // Usable when it starts exactly where the kept bytes end (always, unless a caller's
+      // startPosition moved `pos` past the buffer).
+      if (this.aheadStart === pos + keep) got = n;
+    }
+    if (got > 0 && keep <= headroom && keep + got >= need) {
+      const next = this.ahead!;
+      if (keep > 0) buf.copy(next, headroom - keep, pos - bufStart, buf.length);
+      this.take(next, headroom - keep, headroom + got);
+      return;
+    }
+    // First read, an entry larger than what is buffered and read ahead, or a short read-ahead.
+    const want = Math.min(Math.max(this.chunkSize, need, keep + got), this.fileSize - pos);
+    const next = Buffer.allocUnsafeSlow(want);
+    if (keep > 0) buf.copy(next, 0, pos - bufStart, buf.length);
+    let filled = keep;
+    if (got > 0) {
+      this.ahead!.copy(next, filled, headroom, headroom + got);
+      filled += got;
+    }
+    if (filled < want) filled += await this.readInto(next, filled, want - filled, pos + filled);
+    if (filled < need) {
+      throw new TruncatedDataError(`file shrank while reading: needed ${need} bytes, got ${filled}`, {
+        file: this.file,
+        position: pos,
+      });
+    }
+    this.take(next, 0, filled);
+  }
+
+  /** Waits for a read-ahead in flight (its failure is the caller's no more). */
+  async settle(): Promise<void> {
+    await this.aheadRead?.catch(() => {});
+  }
+
+  private take(next: Buffer, from: number, to: number): void {
+    this.buf = next.subarray(from, to);
+    this.bufStart = this.pos;
+    if (this.options.reuseBuffers) {
+      // The buffer being left holds only entries already handed out: free for the next read-ahead.
+      this.spare = this.current;
+      this.current = next;
+    }
+    this.readAhead();
+  }
+
+  private readAhead(): void {
+    const start = this.bufStart + this.buf.length;
+    const length = Math.min(this.chunkSize, this.fileSize - start);
+    if (length <= 0) return;
+    if (this.options.reuseBuffers) {
+      if (this.spare === undefined || this.spare.length < this.bufferBytes) {
+        this.spare = Buffer.allocUnsafeSlow(this.bufferBytes);
+      }
+      this.ahead = this.spare;
+    } else {
+      this.ahead = Buffer.allocUnsafeSlow(this.bufferBytes);
+    }
+    this.aheadStart = start;
+    this.aheadRead = this.readInto(this.ahead, this.headroom, length, start);
+    // Handled when awaited; a failure here must not surface as an unhandled rejection.
+    this.aheadRead.catch(() => {});
+  }
+
+  private async readInto(b: Buffer, at: number, length: number, filePos: number): Promise<number> {
+    let n = 0;
+    while (n < length) {
+      const { bytesRead } = await this.fh.read(b, at + n, length - n, filePos + n);
+      if (bytesRead === 0) break;
+      n += bytesRead;
+    }
+    return n;
   }
 }

@@ -31,6 +31,15 @@ export interface PartitionVerdict {
   recheckAt?: number;
 }
 
+/**
+ * Whether a partition's newest segment is ready: never on a live broker's log dir (it is the
+ * active segment), in an archive once its .log has been unchanged for `quietMs` (a copy may still
+ * be writing it). Every older segment is always ready. The watcher and `migrate` both decide by it.
+ */
+export function newestSegmentReady(newest: { mtimeMs: number }, rules: ReadinessRules, now: number): boolean {
+  return !rules.requireRolled && now - newest.mtimeMs >= rules.quietMs;
+}
+
 /** The ready segments of one partition directory; `names` are its entries (any order). */
 export async function evaluatePartition(
   dir: string,
@@ -44,14 +53,13 @@ export async function evaluatePartition(
   const segments = await listSegments(dir, names);
   if (segments.length === 0) return verdict;
   const newest = segments[segments.length - 1];
-  if (rules.requireRolled) verdict.notReady++;
-  for (const s of rules.requireRolled ? segments.slice(0, -1) : segments) {
-    if (s === newest && now - s.mtimeMs < rules.quietMs) {
-      verdict.notReady++;
-      verdict.recheckAt = Math.trunc(s.mtimeMs) + rules.quietMs + 1;
-      continue;
-    }
+  for (const s of segments.slice(0, -1))
     verdict.ready.push({ path: s.path, size: s.size, mtimeMs: s.mtimeMs });
+  if (newestSegmentReady(newest, rules, now)) {
+    verdict.ready.push({ path: newest.path, size: newest.size, mtimeMs: newest.mtimeMs });
+  } else {
+    verdict.notReady++;
+    if (!rules.requireRolled) verdict.recheckAt = Math.trunc(newest.mtimeMs) + rules.quietMs + 1;
   }
   return verdict;
 }

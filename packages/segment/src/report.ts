@@ -1,5 +1,9 @@
-/** 'not-started': an interrupted run never reached it (or stopped it before its swap): untouched. */
-export type SegmentResult = 'converted' | 'skipped' | 'failed' | 'not-started';
+/**
+ * 'copied': written to outDir as it was (already in the target codec), with rebuilt indexes,
+ * verified; in place such a segment is 'skipped'. 'not-started': an interrupted run never reached
+ * it (or stopped it before its swap): untouched.
+ */
+export type SegmentResult = 'converted' | 'copied' | 'skipped' | 'failed' | 'not-started';
 
 /** Per segment, as JSON-ready as possible (bigints never appear here). */
 export interface SegmentReport {
@@ -24,6 +28,8 @@ export interface SegmentReport {
   codecOut: Record<string, number>;
   /** v2 batches kept as they were because recompression made them larger than maxBatchBytes. */
   oversizeKept: number;
+  /** v2 batches kept in their codec because recompression would have made them larger (onlyIfSmaller). */
+  keptSmaller: number;
   /** Upconverted batches above maxBatchBytes (a single record that alone is bigger). */
   oversizeUpconverted: number;
   /** v2 batches copied byte for byte (control, empty, already in the target codec). */
@@ -31,6 +37,13 @@ export interface SegmentReport {
   /** Bytes of a partial trailing entry dropped under acceptTruncatedTail. */
   truncatedTailBytes: number;
   backupPaths?: string[];
+  /**
+   * Two-phase migration. Prepare: 'staged' (verified conversion and record in the stage dir),
+   * 'changed'/'gone' (the source was replaced or deleted while read: nothing staged). Commit:
+   * 'committed' (the staged files swapped in), 'discarded' (the staged segment no longer matched
+   * its source or the options: converted now instead).
+   */
+  stage?: 'staged' | 'changed' | 'gone' | 'committed' | 'discarded';
   durationMs: number;
   throughputMBps: number;
 }
@@ -38,6 +51,8 @@ export interface SegmentReport {
 export interface RunSummary {
   segments: number;
   converted: number;
+  /** Copied to outDir as they were (already in the target codec). */
+  copied: number;
   skipped: number;
   failed: number;
   /** Left as they were by an interrupted run. */
@@ -47,6 +62,10 @@ export interface RunSummary {
   recordsIn: number;
   recordsOut: number;
   oversizeKept: number;
+  keptSmaller: number;
+  /** Converted segments that came out larger than they went in, and the bytes they grew by. */
+  grew: number;
+  grewBytes: number;
   truncatedTailBytes: number;
   durationMs: number;
   /** bytesIn of converted segments over the wall-clock duration given to summarize. */
@@ -68,6 +87,7 @@ export function emptyReport(path: string): SegmentReport {
     codecMixIn: {},
     codecOut: {},
     oversizeKept: 0,
+    keptSmaller: 0,
     oversizeUpconverted: 0,
     batchesCopied: 0,
     truncatedTailBytes: 0,
@@ -84,6 +104,7 @@ export function summarize(reports: SegmentReport[], wallMs?: number): RunSummary
   const s: RunSummary = {
     segments: reports.length,
     converted: 0,
+    copied: 0,
     skipped: 0,
     failed: 0,
     notStarted: 0,
@@ -92,6 +113,9 @@ export function summarize(reports: SegmentReport[], wallMs?: number): RunSummary
     recordsIn: 0,
     recordsOut: 0,
     oversizeKept: 0,
+    keptSmaller: 0,
+    grew: 0,
+    grewBytes: 0,
     truncatedTailBytes: 0,
     durationMs: 0,
     throughputMBps: 0,
@@ -107,11 +131,16 @@ export function summarize(reports: SegmentReport[], wallMs?: number): RunSummary
     s.recordsIn += r.recordsIn;
     s.recordsOut += r.recordsOut;
     s.oversizeKept += r.oversizeKept;
+    s.keptSmaller += r.keptSmaller ?? 0;
     s.truncatedTailBytes += r.truncatedTailBytes;
     s.durationMs += r.durationMs;
     if (r.result === 'converted') {
       convIn += r.bytesIn;
       convOut += r.bytesOut;
+      if (r.bytesOut > r.bytesIn) {
+        s.grew++;
+        s.grewBytes += r.bytesOut - r.bytesIn;
+      }
     }
   }
   const ms = wallMs ?? s.durationMs;
@@ -132,12 +161,19 @@ function human(bytes: number): string {
   return i === 0 ? `${v} B` : `${v.toFixed(1)} ${units[i]}`;
 }
 
+function growth(bytesIn: number, bytesOut: number): string {
+  return `+${(((bytesOut - bytesIn) / bytesIn) * 100).toFixed(1)}%`;
+}
+
 function mix(m: Record<string, number>): string {
   return Object.entries(m)
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([k, v]) => `${k}:${v}`)
     .join(' ');
 }
+
+/** Converted or copied: an output was written. */
+const written = (r: SegmentReport) => r.result === 'converted' || r.result === 'copied';
 
 /** A fixed-width table for terminals, one line per segment plus a total line. */
 export function formatReportTable(
@@ -149,14 +185,16 @@ export function formatReportTable(
     r.path,
     r.result,
     human(r.bytesIn),
-    r.result === 'converted' ? human(r.bytesOut) : '-',
-    r.result === 'converted' && r.bytesIn > 0 ? (r.bytesOut / r.bytesIn).toFixed(3) : '-',
+    written(r) ? human(r.bytesOut) : '-',
+    written(r) && r.bytesIn > 0 ? (r.bytesOut / r.bytesIn).toFixed(3) : '-',
     String(r.recordsIn),
     mix(r.codecMixIn),
     r.result === 'converted' ? r.throughputMBps.toFixed(1) : '-',
     [
       r.reason ?? '',
+      r.result === 'converted' && r.bytesOut > r.bytesIn ? `GREW ${growth(r.bytesIn, r.bytesOut)}` : '',
       r.oversizeKept > 0 ? `oversize kept ${r.oversizeKept}` : '',
+      (r.keptSmaller ?? 0) > 0 ? `kept smaller ${r.keptSmaller}` : '',
       r.truncatedTailBytes > 0 ? `dropped tail ${r.truncatedTailBytes} B` : '',
     ]
       .filter(Boolean)
@@ -164,7 +202,7 @@ export function formatReportTable(
   ]);
   rows.push([
     `total (${summary.segments})`,
-    `${summary.converted} conv/${summary.skipped} skip/${summary.failed} fail${summary.notStarted ? `/${summary.notStarted} not started` : ''}`,
+    `${summary.converted} conv/${summary.copied ? `${summary.copied} copy/` : ''}${summary.skipped} skip/${summary.failed} fail${summary.notStarted ? `/${summary.notStarted} not started` : ''}`,
     human(summary.bytesIn),
     human(summary.bytesOut),
     summary.ratio ? summary.ratio.toFixed(3) : '-',
@@ -179,7 +217,15 @@ export function formatReportTable(
       .map((c, i) => c.padEnd(widths[i]))
       .join('  ')
       .trimEnd();
-  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+  const lines = [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
+  if (summary.grew > 0) {
+    lines.push(
+      `warning: ${summary.grew} of ${summary.converted} converted segments grew, by ${human(summary.grewBytes)} in all: ` +
+        'the target codec and level compress these batches worse than their source did. `seglift audit` ' +
+        'estimates the size before converting; --only-if-smaller keeps such batches in their codec.',
+    );
+  }
+  return lines.join('\n');
 }
 
 /** JSON document for `--json`: every report and the summary. */

@@ -23,7 +23,7 @@ describe('verifySegment', () => {
       problems: [],
     });
     const out = path.join(dir, 'o');
-    await convertSegment(log, { codec: 'lz4', outDir: out });
+    await convertSegment(log, { codec: 'lz4', grouping: 'kafka', outDir: out });
     const outLog = path.join(out, path.basename(log));
     expect((await verifySegment(outLog)).ok).toBe(true);
     const entries = shallowEntries(await readFile(outLog));
@@ -96,7 +96,7 @@ describe('describeSegment and reports', () => {
   it('formats a table and JSON', async () => {
     const dir = await tmpDir();
     const log = await writeSegment(dir, mixedSegment().bytes);
-    const r = await convertSegment(log, { codec: 'zstd', outDir: path.join(dir, 'o') });
+    const r = await convertSegment(log, { codec: 'zstd', grouping: 'kafka', outDir: path.join(dir, 'o') });
     const skipped = { ...r, path: 'b.log', result: 'skipped' as const, reason: 'active-segment' };
     const s = summarize([r, skipped]);
     expect(s).toMatchObject({ segments: 2, converted: 1, skipped: 1, failed: 0, recordsIn: 548 });

@@ -1,5 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import {
+  crc32cRange,
+  crc32Range,
   type LogicalRecord,
   logicalRecordsEqual,
   logicalRecordsOfBatch,
@@ -12,27 +14,30 @@ import { toSegmentError, VerifyMismatchError } from './errors.js';
 import { exists } from './fs-util.js';
 import { IndexChecker, type IndexProblem } from './index-check.js';
 import type { SegmentFiles } from './names.js';
-import type { RecompressedBatchProofs } from './proofs.js';
-import { readSegmentEntries } from './reader.js';
+import type { RecompressedBatchProofs, UpconvertedRun, UpconvertedRunProofs } from './proofs.js';
+import {
+  type EntryChunk,
+  entrySizeAt,
+  type ReadSegmentOptions,
+  readSegmentChunks,
+  readSegmentEntries,
+  type SegmentEntry,
+} from './reader.js';
 import { requireSegment } from './segment-file.js';
 
 /**
  * One shallow entry. `records` is decoded on first use: a source batch with a proof from convert
  * is never decoded, and neither is the rewritten batch it is checked against.
  */
-interface Unit {
+interface CheckedEntry {
   position: number;
   header?: RecordBatchHeader;
   bytes: Uint8Array;
   records(): LogicalRecord[];
 }
 
-interface UnitOptions {
+interface CheckedEntryOptions {
   maxDecompressedBytes?: number;
-  maxEntryBytes?: number;
-  acceptTruncatedTail?: boolean;
-  signal?: AbortSignal;
-  onEntry?: (info: EntryInfo) => void;
   /** Output side: every entry must be a v2 batch. */
   v2Only?: boolean;
   /** Source side: convert read it moments ago and checked every outer and inner CRC. */
@@ -42,45 +47,97 @@ interface UnitOptions {
    * their header fields are used here, so their CRC is not computed a second time.
    */
   proven?: (position: number) => boolean;
+  onEntry?: (info: EntryInfo) => void;
 }
 
-async function* units(file: string, opts: UnitOptions): AsyncGenerator<Unit, void, undefined> {
+/** The entry checked: its CRC checked (unless proven), its records decoded when first asked. */
+function checkedEntryOf(entry: SegmentEntry, file: string, opts: CheckedEntryOptions): CheckedEntry {
   const decode = { maxDecompressedBytes: opts.maxDecompressedBytes };
-  // A unit's bytes are used before the next one is read from the same file (see verifyRewrite).
-  for await (const entry of readSegmentEntries(file, { ...opts, reuseBuffers: true })) {
-    const info = inspectEntry(entry, file, !opts.proven?.(entry.position));
-    opts.onEntry?.(info);
-    if (opts.v2Only && entry.magic !== 2) {
-      throw new VerifyMismatchError('magic', `rewritten entry has magic ${entry.magic}`, {
-        file,
-        position: entry.position,
-        offset: info.offset,
-      });
-    }
-    let records: LogicalRecord[] | undefined;
-    yield {
+  const info = inspectEntry(entry, file, !opts.proven?.(entry.position));
+  opts.onEntry?.(info);
+  if (opts.v2Only && entry.magic !== 2) {
+    throw new VerifyMismatchError('magic', `rewritten entry has magic ${entry.magic}`, {
+      file,
       position: entry.position,
-      header: info.header,
-      bytes: entry.bytes,
-      records: () => {
-        if (records === undefined) {
-          try {
-            records =
-              entry.magic === 2
-                ? [...logicalRecordsOfBatch(entry.bytes, decode)]
-                : // The outer CRC was checked just above (inspectEntry); inner ones when convert read it.
-                  logicalRecordsOfLegacyEntry(entry.bytes, {
-                    ...decode,
-                    checkCrc: false,
-                    checkInnerCrc: !opts.sourceCrcsChecked,
-                  });
-          } catch (err) {
-            throw withEntryContext(err, file, entry);
-          }
+      offset: info.offset,
+    });
+  }
+  let records: LogicalRecord[] | undefined;
+  return {
+    position: entry.position,
+    header: info.header,
+    bytes: entry.bytes,
+    records: () => {
+      if (records === undefined) {
+        try {
+          records =
+            entry.magic === 2
+              ? [...logicalRecordsOfBatch(entry.bytes, decode)]
+              : // The outer CRC was checked just above (inspectEntry); inner ones when convert read it.
+                logicalRecordsOfLegacyEntry(entry.bytes, {
+                  ...decode,
+                  checkCrc: false,
+                  checkInnerCrc: !opts.sourceCrcsChecked,
+                });
+        } catch (err) {
+          throw withEntryContext(err, file, entry);
         }
-        return records;
-      },
+      }
+      return records;
+    },
+  };
+}
+
+/**
+ * Walks a file's entries a chunk at a time (readSegmentChunks): entries of a proven run are
+ * checked without an await or an object each. The current entry's bytes stay valid until the
+ * cursor is moved past the chunk's last entry and `ready` is called again.
+ */
+class EntryCursor {
+  private readonly it: AsyncGenerator<EntryChunk, void, undefined>;
+  bytes: Buffer = Buffer.alloc(0);
+  p = 0;
+  end = 0;
+  /** File position of bytes[0]. */
+  private origin = 0;
+
+  constructor(file: string, opts: ReadSegmentOptions) {
+    this.it = readSegmentChunks(file, { ...opts, reuseBuffers: true });
+  }
+
+  /** Whether an entry is at the cursor (false at the end of the file). */
+  async ready(): Promise<boolean> {
+    while (this.p >= this.end) {
+      const r = await this.it.next();
+      if (r.done) return false;
+      const c = r.value;
+      this.bytes = c.bytes;
+      this.p = c.start;
+      this.end = c.end;
+      this.origin = c.position - c.start;
+    }
+    return true;
+  }
+
+  get position(): number {
+    return this.origin + this.p;
+  }
+
+  /** Takes the entry at the cursor (call `ready` first). */
+  take(): SegmentEntry {
+    const p = this.p;
+    const size = entrySizeAt(this.bytes, p);
+    this.p += size;
+    return {
+      position: this.origin + p,
+      size,
+      magic: this.bytes[p + 16],
+      bytes: this.bytes.subarray(p, p + size),
     };
+  }
+
+  async close(): Promise<void> {
+    await this.it.return(undefined);
   }
 }
 
@@ -117,6 +174,8 @@ export interface VerifyRewriteOptions {
   signal?: AbortSignal;
   /** What convert proved in memory about the batches it recompressed (see proofs.ts). */
   proofs?: RecompressedBatchProofs;
+  /** What convert proved in memory about the runs of legacy entries it upconverted (see proofs.ts). */
+  runs?: UpconvertedRunProofs;
   /**
    * Convert read the source in this run and checked every CRC in it (outer and, for legacy
    * wrappers, inner): decoding the source again here skips recomputing the inner ones.
@@ -125,13 +184,19 @@ export interface VerifyRewriteOptions {
 }
 
 /**
- * Verify-before-swap: re-reads the written files from disk. Every CRC of both sides is checked;
+ * Verify-before-swap: re-reads the written files from disk. Every CRC of the new log is checked;
  * the logical record streams are compared in lockstep (offset, timestamp and its type, key, value,
  * headers, producer fields, sequence, flags); every v2 source batch must map to exactly one
  * output batch with the same header fields; the index files must equal what the recovery rule
- * gives for the new log and pass the kafka-dump-log consistency checks. A batch convert
- * recompressed with its round trip proof (`proofs`) is compared by header fields and stored CRC
- * instead of record by record: its records were compared byte for byte in memory.
+ * gives for the new log and pass the kafka-dump-log consistency checks.
+ *
+ * What convert proved in memory is checked by identity instead of record by record:
+ * - a batch recompressed with its round trip proof (`proofs`): header fields compared with the
+ *   source's, and its stored CRC and size must be the proven ones;
+ * - a run of legacy entries upconverted with proofs (`runs`): the run's source bytes and its
+ *   output bytes, both re-read here, must have the CRC-32s convert recorded, at the same
+ *   positions (the records in them were compared in memory by the Upconverter).
+ * Every other source entry has its CRC checked and is decoded and compared record by record.
  */
 export async function verifyRewrite(
   source: string,
@@ -142,112 +207,27 @@ export async function verifyRewrite(
   const timeIndexBytes = await readFile(out.timeindex);
   const checker = new IndexChecker(out.index, indexBytes, out.timeindex, timeIndexBytes, opts.baseOffset);
   const builder = new SegmentIndexBuilder(opts.baseOffset, { indexIntervalBytes: opts.indexIntervalBytes });
-  const common = {
-    maxDecompressedBytes: opts.maxDecompressedBytes,
-    maxEntryBytes: opts.maxEntryBytes,
-    signal: opts.signal,
+  const onOutputBatch = (position: number, size: number, lastOffset: bigint, maxTimestamp: bigint) => {
+    builder.append(position, size, lastOffset, maxTimestamp);
+    checker.batch(position, lastOffset, maxTimestamp);
   };
-  const proofs = opts.proofs;
-  const srcIt = units(source, {
-    ...common,
-    acceptTruncatedTail: opts.acceptTruncatedTail,
-    sourceCrcsChecked: opts.sourceCrcsChecked,
-    proven: proofs && ((position) => proofs.has(position)),
-  });
-  const outIt = units(out.log, {
-    ...common,
-    v2Only: true,
-    onEntry: (info) => {
-      builder.append(info.position, info.size, info.lastOffset, info.maxTimestamp);
-      checker.batch(info.position, info.lastOffset, info.maxTimestamp);
-    },
-  });
-  const mismatch = (field: string, detail: string, position?: number, offset?: bigint) =>
-    new VerifyMismatchError(field, detail, { file: out.log, position, offset });
-
-  let o: Unit | null = null;
-  let oRecords: LogicalRecord[] = [];
-  let j = 0;
-  const nextOut = async (): Promise<Unit | null> => {
-    const r = await outIt.next();
-    return r.done ? null : r.value;
-  };
+  const lockstep = new Lockstep(source, out.log, opts, onOutputBatch);
   try {
-    for await (const s of srcIt) {
-      if (s.header) {
-        if (o && j < oRecords.length) {
-          throw mismatch(
-            'batch boundary',
-            'rewritten batch continues past a source batch boundary',
-            o.position,
-            oRecords[j].offset,
-          );
-        }
-        o = await nextOut();
-        oRecords = [];
-        j = 0;
-        if (!o)
-          throw mismatch('batch', `source batch at ${s.position} is missing`, undefined, s.header.baseOffset);
-        if (!o.header) throw mismatch('magic', 'rewritten entry is not a v2 batch', o.position);
-        const f = headerDiff(s.header, o.header);
-        if (f !== null) {
-          throw mismatch(
-            f,
-            `${String(s.header[f as keyof RecordBatchHeader])} vs ${String(o.header[f as keyof RecordBatchHeader])}`,
-            o.position,
-            s.header.baseOffset,
-          );
-        }
-        const proof = opts.proofs?.take(s.position);
-        if (proof) {
-          // Same header fields as the source, and the bytes convert proved hold the source's
-          // records (their CRC was just checked over the bytes read back): the same records.
-          if (o.header.crc !== proof.crc || o.bytes.length !== proof.size) {
-            throw mismatch(
-              'batch',
-              `rewritten batch is not the one written (CRC ${o.header.crc} vs ${proof.crc}, ${o.bytes.length} vs ${proof.size} bytes)`,
-              o.position,
-              s.header.baseOffset,
-            );
-          }
-          continue;
-        }
-        const sRecords = s.records();
-        oRecords = o.records();
-        if (sRecords.length !== oRecords.length) {
-          throw mismatch(
-            'records',
-            `${sRecords.length} vs ${oRecords.length} records`,
-            o.position,
-            s.header.baseOffset,
-          );
-        }
-        for (let k = 0; k < sRecords.length; k++) {
-          const d = logicalRecordsEqual(sRecords[k], oRecords[k]);
-          if (d !== null) throw mismatch(d.split(':')[0], d, o.position, sRecords[k].offset);
-        }
-        j = oRecords.length;
-      } else {
-        for (const r of s.records()) {
-          while (!o || j >= oRecords.length) {
-            o = await nextOut();
-            j = 0;
-            if (!o) throw mismatch('record', `record at offset ${r.offset} is missing`, undefined, r.offset);
-            oRecords = o.records();
-          }
-          const d = logicalRecordsEqual(r, oRecords[j]);
-          if (d !== null) throw mismatch(d.split(':')[0], d, o.position, r.offset);
-          j++;
-        }
-      }
-    }
-    if (o && j < oRecords.length) throw mismatch('record', 'extra record', o.position, oRecords[j].offset);
-    const extra = await nextOut();
-    if (extra) throw mismatch('batch', 'extra batch', extra.position, extra.header?.baseOffset);
+    await lockstep.run();
   } finally {
-    await outIt.return(undefined);
+    await lockstep.close();
   }
+  checkIndexes(out, builder, checker, indexBytes, timeIndexBytes);
+}
 
+/** The index files must be the recovery rule's for the new log and pass kafka-dump-log's checks. */
+function checkIndexes(
+  out: RewriteFiles,
+  builder: SegmentIndexBuilder,
+  checker: IndexChecker,
+  indexBytes: Buffer,
+  timeIndexBytes: Buffer,
+): void {
   const expected = builder.finish();
   if (!Buffer.from(expected.offsetIndex).equals(indexBytes)) {
     throw new VerifyMismatchError('.index', 'offset index differs from the one the new log gives', {
@@ -265,11 +245,235 @@ export async function verifyRewrite(
     throw new VerifyMismatchError(
       `${p.file.endsWith('.timeindex') ? '.timeindex' : '.index'} entry ${p.entry}`,
       p.message,
-      {
-        file: p.file,
-        offset: p.offset,
-      },
+      { file: p.file, offset: p.offset },
     );
+  }
+}
+
+/**
+ * The source and the rewritten log walked side by side. The output side is always a v2 batch and
+ * the records in it not yet matched; the source side moves one entry (or one proven run) a step.
+ */
+class Lockstep {
+  private readonly src: EntryCursor;
+  private readonly dst: EntryCursor;
+  private readonly srcOpts: CheckedEntryOptions;
+  private readonly outOpts: CheckedEntryOptions;
+  /** The output batch being matched, its records, and the next of them to match. */
+  private outBatch: CheckedEntry | null = null;
+  private outRecords: LogicalRecord[] = [];
+  private nextRecord = 0;
+
+  constructor(
+    private readonly source: string,
+    private readonly outLog: string,
+    private readonly opts: VerifyRewriteOptions,
+    private readonly onOutputBatch: (
+      position: number,
+      size: number,
+      lastOffset: bigint,
+      maxTimestamp: bigint,
+    ) => void,
+  ) {
+    const common = { maxEntryBytes: opts.maxEntryBytes, signal: opts.signal };
+    this.src = new EntryCursor(source, { ...common, acceptTruncatedTail: opts.acceptTruncatedTail });
+    this.dst = new EntryCursor(outLog, common);
+    const proofs = opts.proofs;
+    this.srcOpts = {
+      maxDecompressedBytes: opts.maxDecompressedBytes,
+      sourceCrcsChecked: opts.sourceCrcsChecked,
+      proven: proofs && ((position) => proofs.has(position)),
+    };
+    this.outOpts = {
+      maxDecompressedBytes: opts.maxDecompressedBytes,
+      v2Only: true,
+      onEntry: (info) => onOutputBatch(info.position, info.size, info.lastOffset, info.maxTimestamp),
+    };
+  }
+
+  async run(): Promise<void> {
+    const { src, opts } = this;
+    while (await src.ready()) {
+      const run = src.bytes[src.p + 16] < 2 ? opts.runs?.take(src.position) : undefined;
+      if (run) {
+        this.endOfSourceBatch();
+        await this.checkRun(run);
+        continue;
+      }
+      const sourceEntry = checkedEntryOf(src.take(), this.source, this.srcOpts);
+      if (sourceEntry.header) await this.checkBatch(sourceEntry, sourceEntry.header);
+      else await this.checkLegacyEntry(sourceEntry);
+    }
+    const { outBatch, outRecords, nextRecord } = this;
+    if (outBatch && nextRecord < outRecords.length)
+      throw this.mismatch('record', 'extra record', outBatch.position, outRecords[nextRecord].offset);
+    const extra = await this.nextOut();
+    if (extra) throw this.mismatch('batch', 'extra batch', extra.position, extra.header?.baseOffset);
+  }
+
+  async close(): Promise<void> {
+    await this.src.close();
+    await this.dst.close();
+  }
+
+  private mismatch(field: string, detail: string, position?: number, offset?: bigint): VerifyMismatchError {
+    return new VerifyMismatchError(field, detail, { file: this.outLog, position, offset });
+  }
+
+  private async nextOut(): Promise<CheckedEntry | null> {
+    if (!(await this.dst.ready())) return null;
+    return checkedEntryOf(this.dst.take(), this.outLog, this.outOpts);
+  }
+
+  /** A source batch boundary: the output batch must end here too. */
+  private endOfSourceBatch(): void {
+    const { outBatch, outRecords, nextRecord } = this;
+    if (outBatch && nextRecord < outRecords.length) {
+      throw this.mismatch(
+        'batch boundary',
+        'rewritten batch continues past a source batch boundary',
+        outBatch.position,
+        outRecords[nextRecord].offset,
+      );
+    }
+    this.outBatch = null;
+    this.outRecords = [];
+    this.nextRecord = 0;
+  }
+
+  /** A v2 source batch maps to exactly one output batch with the same header fields. */
+  private async checkBatch(sourceEntry: CheckedEntry, header: RecordBatchHeader): Promise<void> {
+    this.endOfSourceBatch();
+    const outBatch = await this.nextOut();
+    this.outBatch = outBatch;
+    if (!outBatch)
+      throw this.mismatch(
+        'batch',
+        `source batch at ${sourceEntry.position} is missing`,
+        undefined,
+        header.baseOffset,
+      );
+    if (!outBatch.header)
+      throw this.mismatch('magic', 'rewritten entry is not a v2 batch', outBatch.position);
+    const f = headerDiff(header, outBatch.header);
+    if (f !== null) {
+      throw this.mismatch(
+        f,
+        `${String(header[f as keyof RecordBatchHeader])} vs ${String(outBatch.header[f as keyof RecordBatchHeader])}`,
+        outBatch.position,
+        header.baseOffset,
+      );
+    }
+    const proof = this.opts.proofs?.take(sourceEntry.position);
+    if (proof) {
+      // Same header fields as the source, and the bytes convert proved hold the source's
+      // records (their CRC was just checked over the bytes read back): the same records.
+      if (outBatch.header.crc !== proof.crc || outBatch.bytes.length !== proof.size) {
+        throw this.mismatch(
+          'batch',
+          `rewritten batch is not the one written (CRC ${outBatch.header.crc} vs ${proof.crc}, ${outBatch.bytes.length} vs ${proof.size} bytes)`,
+          outBatch.position,
+          header.baseOffset,
+        );
+      }
+      return;
+    }
+    const sourceRecords = sourceEntry.records();
+    this.outRecords = outBatch.records();
+    if (sourceRecords.length !== this.outRecords.length) {
+      throw this.mismatch(
+        'records',
+        `${sourceRecords.length} vs ${this.outRecords.length} records`,
+        outBatch.position,
+        header.baseOffset,
+      );
+    }
+    for (let k = 0; k < sourceRecords.length; k++) {
+      const d = logicalRecordsEqual(sourceRecords[k], this.outRecords[k]);
+      if (d !== null) throw this.mismatch(d.split(':')[0], d, outBatch.position, sourceRecords[k].offset);
+    }
+    this.nextRecord = this.outRecords.length;
+  }
+
+  /** A legacy entry's records continue the output's record stream (batches may span entries). */
+  private async checkLegacyEntry(sourceEntry: CheckedEntry): Promise<void> {
+    for (const r of sourceEntry.records()) {
+      while (!this.outBatch || this.nextRecord >= this.outRecords.length) {
+        this.outBatch = await this.nextOut();
+        this.nextRecord = 0;
+        if (!this.outBatch)
+          throw this.mismatch('record', `record at offset ${r.offset} is missing`, undefined, r.offset);
+        this.outRecords = this.outBatch.records();
+      }
+      const d = logicalRecordsEqual(r, this.outRecords[this.nextRecord]);
+      if (d !== null) throw this.mismatch(d.split(':')[0], d, this.outBatch.position, r.offset);
+      this.nextRecord++;
+    }
+  }
+
+  /** A proven run of legacy entries starting at the source cursor (see UpconvertedRunProofs). */
+  private async checkRun(run: UpconvertedRun): Promise<void> {
+    await this.checkRunSource(run);
+    const { dst } = this;
+    if (!(await dst.ready()) || dst.position !== run.outputStart) {
+      throw this.mismatch(
+        'batch',
+        `batches of the legacy entries at ${run.sourceStart} are missing`,
+        run.outputStart,
+      );
+    }
+    let outCrc = 0;
+    let batches = 0;
+    while (dst.position < run.outputEnd) {
+      if (!(await dst.ready())) break;
+      const from = dst.p;
+      const b = dst.bytes;
+      while (dst.p < dst.end && dst.position < run.outputEnd) {
+        const p = dst.p;
+        const size = entrySizeAt(b, p);
+        const position = dst.position;
+        if (b[p + 16] !== 2 || crc32cRange(b, p + 21, p + size) !== b.readUInt32BE(p + 17)) {
+          // Not a v2 batch, or a wrong CRC: the usual checks say which, with the usual error.
+          checkedEntryOf(dst.take(), this.outLog, this.outOpts);
+          throw this.mismatch('batch', 'rewritten batch failed its checks', position);
+        }
+        const lastOffset = b.readBigInt64BE(p) + BigInt(b.readInt32BE(p + 23));
+        this.onOutputBatch(position, size, lastOffset, b.readBigInt64BE(p + 35));
+        batches++;
+        dst.p += size;
+      }
+      outCrc = crc32Range(b, from, dst.p, outCrc);
+    }
+    if (dst.position !== run.outputEnd || outCrc !== run.outputCrc || batches !== run.batches) {
+      throw this.mismatch(
+        'batch',
+        `batches [${run.outputStart}, ${run.outputEnd}) are not the ones written and proven for the legacy entries at ${run.sourceStart}`,
+        run.outputStart,
+      );
+    }
+  }
+
+  /**
+   * The run's source bytes are checksummed a chunk at a time, not walked entry by entry: with the
+   * CRC-32 equal they are the entries convert read (all legacy, ending where the run ends), and
+   * the reader has checked their framing.
+   */
+  private async checkRunSource(run: UpconvertedRun): Promise<void> {
+    const { src } = this;
+    let crc = 0;
+    while (src.position < run.sourceEnd) {
+      if (!(await src.ready())) break;
+      const from = src.p;
+      src.p = Math.min(src.end, src.p + (run.sourceEnd - src.position));
+      crc = crc32Range(src.bytes, from, src.p, crc);
+    }
+    if (src.position !== run.sourceEnd || crc !== run.sourceCrc) {
+      throw new VerifyMismatchError(
+        'source',
+        `legacy entries [${run.sourceStart}, ${run.sourceEnd}) are not the bytes converted (read back to ${src.position})`,
+        { file: this.source, position: run.sourceStart },
+      );
+    }
   }
 }
 
@@ -314,7 +518,7 @@ export interface VerifySegmentOptions {
 /**
  * Checks a segment on disk: every CRC (v2 CRC-32C, legacy outer and inner CRC-32), structure
  * (every record decodes, counts and lengths agree), offsets strictly increasing and >= the base
- * offset, and .index/.timeindex consistent with the log (ref §8.2's dump-log checks).
+ * offset, and .index/.timeindex consistent with the log (docs/kafka-format.md §8.2's dump-log checks).
  */
 export async function verifySegment(
   logPath: string,

@@ -76,6 +76,17 @@ export const lz4Cli = program(
   'lz4 payloads are checked with the reference lz4 implementation besides ours (Debian package lz4)',
 );
 
+export const tmux = program(
+  'tmux',
+  ['-V'],
+  'the progress bar is checked in a real terminal, a tmux pane (Debian package tmux)',
+);
+export const npm = program(
+  'npm',
+  ['--version'],
+  'a packed seglift (scripts/pack.sh) is installed with `npm install -g`, as on a broker host (npm comes with Node.js)',
+);
+
 export const kubectl = program(
   'kubectl',
   ['version', '--client'],

@@ -1,7 +1,9 @@
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { PassThrough } from 'node:stream';
 import { CompressionType } from '@seglift/format';
 import { describe, expect, it } from 'vitest';
+import { runCli } from '../cli.js';
 import { lines, run } from '../test-support/run.js';
 import { encodeLegacyEntry, tmpDir, utf8, v2Batch, writeSegment } from '../test-support/segments.js';
 
@@ -27,8 +29,21 @@ describe('seglift audit', () => {
     const r = await run(['audit', dir, '--codec', 'none', '--json']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    const [p0, p1, summary] = lines(r.stdout).map((l) => JSON.parse(l));
+    const [p0, p1, choices, summary] = lines(r.stdout).map((l) => JSON.parse(l));
     expect(legacyMessage(0n).length).toBe(32);
+    // The data a migrate would rewrite (the v0 message and the gzip batch; not the active
+    // segments, not the v2/none batch) rewritten again with each choice: the chosen one first,
+    // exactly the estimate's bytes.
+    expect(choices.type).toBe('codecChoices');
+    expect(choices.choices[0]).toMatchObject({
+      codec: 'none',
+      chosen: true,
+      bytesIn: 32 + gzipSize,
+      bytesAfter: 74 + 83,
+    });
+    expect(
+      choices.choices.map((c: { codec: string; level?: number }) => `${c.codec}${c.level ?? ''}`),
+    ).toEqual(['none', 'zstd1', 'zstd3', 'zstd9', 'lz49', 'snappy']);
     expect(v2Batch(1n, 1).length).toBe(72);
     expect(p0).toMatchObject({
       type: 'partition',
@@ -44,6 +59,8 @@ describe('seglift audit', () => {
       convertBytes: 104,
       // v2/none batch kept (72) + the v0 message upconverted to one v2 batch: 61 + 13 = 74.
       estimatedBytesAfter: 72 + 74,
+      // What a prepare stages: the rolled segment's output with its indexes (20 bytes per 4096).
+      stageBytes: Math.round((72 + 74) * (1 + 20 / 4096)),
       errors: [],
     });
     expect(p1).toMatchObject({
@@ -59,6 +76,7 @@ describe('seglift audit', () => {
       // Two records of 11 bytes uncompressed behind the 61-byte header.
       estimatedBytesAfter: 61 + 22,
     });
+    expect(p0.name).toBe('t-0');
     expect(summary).toEqual({
       type: 'summary',
       codec: 'none',
@@ -70,8 +88,10 @@ describe('seglift audit', () => {
       convertSegments: 2,
       convertBytes: 104 + gzipSize,
       estimatedBytesAfter: 146 + 83,
+      stageBytes: Math.round(146 * (1 + 20 / 4096)) + Math.round(83 * (1 + 20 / 4096)),
       errors: 0,
       readiness: 'not-ready',
+      disk: [expect.objectContaining({ dir: expect.any(String), convertBytes: 104 + gzipSize })],
     });
   });
 
@@ -81,6 +101,8 @@ describe('seglift audit', () => {
     const [p0] = lines(r.stdout).map((l) => JSON.parse(l));
     expect(p0.convertSegments).toBe(2);
     expect(p0.estimatedBytesAfter).toBe(72 + 74 + 74);
+    // Prepare never stages the active segment.
+    expect(p0.stageBytes).toBe(Math.round((72 + 74) * (1 + 20 / 4096)));
   });
 
   it('prints a table and a readiness summary', async () => {
@@ -90,6 +112,7 @@ describe('seglift audit', () => {
     const out = lines(r.stdout);
     expect(out[0]).toMatch(/^PARTITION\s+SEGMENTS\s+BYTES\s+LEGACY SEGS/);
     expect(out[1]).toMatch(/^t-0\s+2\s+136 B\s+2\s+64 B\s+v0\/none=64 B v2\/none=72 B\s+1\s+104 B/);
+    expect(out.some((l) => /^migrate --prepare needs about \d+ B in its stage dir/.test(l))).toBe(true);
     expect(out.at(-1)).toBe(
       "Kafka 4 readiness: NOT READY: 2 segments still hold magic 0/1 data; 'seglift migrate' upconverts them to v2.",
     );
@@ -121,9 +144,7 @@ describe('seglift audit', () => {
     writeSegment(path.join(good, 'w-0'), 0n, [v2Batch(0n, 1)]);
     const g = await run(['audit', good]);
     expect(g.code).toBe(0);
-    expect(lines(g.stdout).at(-1)).toBe(
-      'Kafka 4 readiness: ready: all 1 segment read, no magic 0/1 data found.',
-    );
+    expect(lines(g.stdout).at(-1)).toBe('Kafka 4 readiness: ready: 1 segment read, no magic 0/1 data found.');
   });
 
   it('a segment file is audited as that segment; the KRaft metadata log is passed over', async () => {
@@ -136,7 +157,8 @@ describe('seglift audit', () => {
       '--json',
     ]);
     expect(one.code).toBe(0);
-    const [p, summary] = lines(one.stdout).map((l) => JSON.parse(l));
+    const objs1 = lines(one.stdout).map((l) => JSON.parse(l));
+    const [p, summary] = [objs1[0], objs1.at(-1)];
     expect(p).toMatchObject({ topic: 't', partition: 0, segments: 1, convertSegments: 1, legacySegments: 1 });
     expect(summary.readiness).toBe('not-ready');
     writeSegment(path.join(dir, '__cluster_metadata-0'), 0n, [v2Batch(0n, 1, CompressionType.GZIP)]);
@@ -165,6 +187,148 @@ describe('seglift audit', () => {
     expect(p.sampledBytes).toBe(64);
     expect(p.estimatedBytesAfter).toBe(740);
     expect(statSync(path.join(dir, 'u-0', '00000000000000000000.log')).size).toBe(320);
+  });
+
+  it('names partitions by their path under the directories audited: two clicks-0 stay apart', async () => {
+    const root = tmpDir();
+    for (const logDir of ['data1', 'data2']) {
+      writeSegment(path.join(root, logDir, 'clicks-0'), 0n, [legacyMessage(0n)]);
+      writeSegment(path.join(root, logDir, 'clicks-0'), 1n, [legacyMessage(1n)]);
+    }
+    const both = await run(['audit', root, '--json']);
+    const names = lines(both.stdout)
+      .map((l) => JSON.parse(l))
+      .filter((o) => o.type === 'partition')
+      .map((o) => o.name);
+    expect(names.sort()).toEqual(['data1/clicks-0', 'data2/clicks-0']);
+    const table = await run(['audit', path.join(root, 'data1'), path.join(root, 'data2')]);
+    expect(lines(table.stdout).map((l) => l.split(' ')[0])).toEqual(
+      expect.arrayContaining(['data1/clicks-0', 'data2/clicks-0']),
+    );
+    // One log dir: the partition's own name.
+    const one = await run(['audit', path.join(root, 'data1')]);
+    expect(lines(one.stdout)[1]).toMatch(/^clicks-0 /);
+    expect(lines(one.stdout)).toContain(
+      '1 partition, 2 segments, 64 B; 2 segments hold magic 0/1 data (64 B).',
+    );
+  });
+
+  it('agrees with migrate about an empty directory: exit 2, no Kafka segments', async () => {
+    const empty = tmpDir();
+    const a = await run(['audit', empty]);
+    const m = await run(['migrate', empty]);
+    expect([a.code, m.code]).toEqual([2, 2]);
+    expect(a.stderr.split('\n')[0]).toBe(`error: no Kafka segments under ${empty}`);
+    expect(m.stderr.split('\n')[0]).toBe(`error: no Kafka segments under ${empty}`);
+  });
+
+  it("follows the archive switch (readiness.requireRolled false): an archive's newest segment counts once quiet", async () => {
+    const dir = logDir();
+    const config = path.join(tmpDir(), 'archive.yaml');
+    writeFileSync(config, 'readiness:\n  requireRolled: false\n  quietMs: 600000\n');
+    // Just written: still changing, left alone as migrate would leave it.
+    const fresh = await run(['audit', dir, '--codec', 'none', '--config', config, '--json']);
+    expect(lines(fresh.stdout).map((l) => JSON.parse(l))[0]).toMatchObject({
+      convertSegments: 1,
+      leftAloneSegments: 1,
+    });
+    // Unchanged for longer than quietMs: converted, as the watcher would queue it.
+    const old = new Date(Date.now() - 3_600_000);
+    for (const p of ['t-0', 't-1']) utimesSync(path.join(dir, p, '00000000000000000002.log'), old, old);
+    const quiet = await run(['audit', dir, '--codec', 'none', '--config', config]);
+    expect(quiet.stdout).toContain(
+      'migrate --codec none would rewrite 3 segments (239 B) to about 303 B; an archive: the newest segment of each partition once unchanged for 10 min. 1 segment is none v2 already.',
+    );
+    const env = await run(['audit', dir, '--codec', 'none', '--json'], {
+      SEGLIFT_READINESS_REQUIRE_ROLLED: 'false',
+    });
+    expect(lines(env.stdout).map((l) => JSON.parse(l))[0].convertSegments).toBe(2);
+  });
+
+  it('says how much free space a migrate needs (the formula in the operator guide) and the backups', async () => {
+    const dir = tmpDir();
+    // u-0: three closed segments of 10, 20, 30 v0 messages (32 B each, 74 B each after as one batch
+    // each, --grouping kafka: the growth the formula must cover) + an active one.
+    for (const [base, n] of [
+      [0, 10],
+      [10, 20],
+      [30, 30],
+      [60, 1],
+    ]) {
+      const entries = Array.from({ length: n }, (_, i) => legacyMessage(BigInt(base + i)));
+      writeSegment(path.join(dir, 'u-0'), BigInt(base), entries);
+    }
+    const r = await run([
+      'audit',
+      dir,
+      '--codec',
+      'none',
+      '--grouping',
+      'kafka',
+      '--concurrency',
+      '2',
+      '--backup-dir',
+      '/backup',
+      '--json',
+    ]);
+    const summary = lines(r.stdout)
+      .map((l) => JSON.parse(l))
+      .at(-1);
+    const withIndexes = (n: number) => Math.round(n * (1 + 20 / 4096));
+    expect(summary.disk).toEqual([
+      {
+        dir: path.join(dir, 'u-0'),
+        partitions: 1,
+        convertBytes: 60 * 32,
+        estimatedBytesAfter: 60 * 74,
+        largestSegmentAfter: withIndexes(30 * 74),
+        concurrency: 2,
+        // The two largest written beside their originals, + every byte the three grow by.
+        inFlightBytes: withIndexes(30 * 74) + withIndexes(20 * 74),
+        growthBytes: 60 * (74 - 32),
+        peakExtraBytes: withIndexes(30 * 74) + withIndexes(20 * 74) + 60 * (74 - 32),
+        backupBytes: withIndexes(60 * 32),
+      },
+    ]);
+    const text = await run([
+      'audit',
+      dir,
+      '--codec',
+      'none',
+      '--grouping',
+      'kafka',
+      '--concurrency',
+      '2',
+      '--backup-dir',
+      '/backup',
+    ]);
+    expect(lines(text.stdout).find((l) => l.startsWith('disk'))).toBe(
+      'disk: migrate needs 6.1 KiB free while it runs: 2 segments convert at once (--concurrency), each written beside its original (the 2 largest: 3.6 KiB), + 2.5 KiB by which segments grow. Afterwards the data is 2.5 KiB larger. Backups (/backup) take 1.9 KiB.',
+    );
+  });
+
+  it('draws a progress bar on a terminal while it reads, and clears it before the report', async () => {
+    const dir = logDir();
+    const stderr = new PassThrough();
+    const stdout = new PassThrough();
+    let err = '';
+    stderr.on('data', (b: Buffer) => {
+      err += String(b);
+    });
+    stdout.resume();
+    const code = await runCli(['audit', dir], {
+      stdout,
+      stderr,
+      stderrIsTTY: true,
+      env: {},
+      cwd: process.cwd(),
+    });
+    expect(code).toBe(0);
+    const frames = err.split('\r\x1b[2K').filter((f) => f !== '');
+    expect(frames[0]).toBe('[------------------------]   0% 0 B/311 B 0/4 segments');
+    // Redrawn at most every 100 ms: this small tree is read before a second frame is due.
+    expect(frames.every((f) => /^\[[#-]{24}\] +\d+% \d+ B\/311 B \d\/4 segments$/.test(f))).toBe(true);
+    expect(err.endsWith('\r\x1b[2K')).toBe(true);
   });
 
   it('usage errors exit 2', async () => {

@@ -1,5 +1,6 @@
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { pipelineOptions } from '@seglift/config';
+import { CODECS, pipelineOptions } from '@seglift/config';
 import { type CodecName, codecId, recompressRecordBatch, SegliftError } from '@seglift/format';
 import { type Grouping, Upconverter } from '@seglift/legacy';
 import {
@@ -7,42 +8,64 @@ import {
   type IgnoredDir,
   inspectEntry,
   needsRewrite,
+  newestSegmentReady,
   parsePartitionDirName,
+  type ReadinessRules,
 } from '@seglift/segment';
 import { flag, intOpt, parse, requirePositionals } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
 import { EXIT_CODES_HELP, ExitCode, formatError, isFsError, UsageError } from '../exit-codes.js';
 import { toJsonLine } from '../io.js';
 import { LogFileReader } from '../log-reader.js';
-import { loadSettings } from '../settings.js';
-import { formatBytes, renderTable } from '../table.js';
-import { noSegmentsMessage, resolveTargets } from '../targets.js';
+import { ProgressBar } from '../progress.js';
+import { archiveHelp, includeActiveRules, loadSettings } from '../settings.js';
+import { count, formatBytes, renderTable } from '../table.js';
+import { commonAncestor, noSegmentsMessage, resolveTargets } from '../targets.js';
+import { type CodecChoice, CodecSample, compareCodecs, DEFAULT_COMPARE_BYTES } from './codec-choices.js';
 
 export const DEFAULT_SAMPLE_BYTES = 16 * 1024 * 1024;
 
-const HELP = `Usage: seglift audit <dir>... [options]
+const HELP = `Usage: seglift audit <dir|segment.log>... [options]
 
 Kafka 4 readiness report. <dir> is a broker log.dir (its <topic>-<partition> subdirectories are
-audited) or one partition directory. Per partition: segments and bytes still in magic 0/1,
-bytes per codec, the active segment, what 'seglift migrate' would change, and the estimated
-size after recompression to the target codec. The estimate converts a sample of the batches
-exactly (upconversion + recompression, as migrate would) and scales the rest by the sample's
-ratio; with --sample-bytes at least the size of the data the estimate is exact.
+audited), a parent of several, or one partition directory; partitions are named by their path
+under the directories given. Per partition: segments and bytes still in magic 0/1, bytes per
+codec, what 'seglift migrate' would change, and the estimated size after recompression to the
+target codec. The estimate converts a sample of the batches exactly (upconversion +
+recompression, as migrate would) and scales the rest by the sample's ratio; with
+--sample-bytes at least the size of the data the estimate is exact. Every CRC is checked.
+
+Then, per filesystem: the free space a migrate needs while it runs (segments converting at once
+x the largest converted segment, plus what the data grows by), and the backups' size.
+And the space 'seglift migrate --prepare' needs in its stage dir: the estimate for the rolled
+(non-active) segments it would rewrite, plus their indexes (an estimate, not a bound:
+recompression can grow data; the rolled segments' source size bounds it when it does not).
 
 Options:
   --config FILE      YAML or JSON config file (default $SEGLIFT_CONFIG); the target settings
                      (codec, level, grouping, coalesceBytes, maxBatchBytes, ...) come from
                      defaults < config file < SEGLIFT_* environment < these flags, as for migrate
-  --codec C          target codec: none|gzip|snappy|lz4|zstd (default zstd)
-  --level N          target compression level (codec default otherwise)
-  --grouping G       kafka|coalesce, how legacy entries become v2 batches (default kafka)
+  --codec C          target codec: ${CODECS.join('|')}, any case (default zstd)
+  --level N          target compression level, negative ones too (codec default otherwise)
+  --grouping G       coalesce|kafka, how legacy entries become v2 batches (default coalesce)
+  --only-if-smaller  estimate with batches kept in their codec where recompression grows them
   --sample-bytes N   bytes per partition converted exactly for the estimate (default 16m;
                      k/m/g suffixes allowed)
+  --compare-bytes N  of those samples, bytes rewritten again with zstd levels 1, 3 and 9, lz4 and
+                     snappy, to show the size and the time of each choice (default 16m; 0: off)
   --include-active   count the active (last) segment as something migrate would change
-  --json             one NDJSON object per partition, then a summary object
+                     (the broker is stopped and migrate will get --include-active too)
+  --concurrency N    segments migrate converts at once, for the free-space figure
+                     (worker.concurrency, default: CPU count)
+  --backup-dir DIR   where migrate will copy the originals (backupDir), for the backup figure
+  --json             one NDJSON object per partition, the codec choices, then a summary object
   -h, --help         this text
 
-An invalid configuration lists every problem and exits with 2. Audit only reads. A segment that cannot be read is reported and makes the exit code 1.
+${archiveHelp('audit')}
+
+A progress bar is drawn on stderr when it is a terminal. An invalid configuration lists every
+problem and exits with 2. Audit only reads. A segment that cannot be read is reported and makes
+the exit code 1.
 
 ${EXIT_CODES_HELP}
 `;
@@ -53,14 +76,32 @@ export interface AuditOptions {
   grouping?: Grouping;
   coalesceBytes?: number;
   maxBatchBytes?: number;
+  onlyIfSmaller?: boolean;
   maxDecompressedBatchBytes?: number;
+  indexIntervalBytes?: number;
   sampleBytes?: number;
+  /** Bytes of the sample rewritten with other codecs and levels to compare them (0: none). */
+  compareBytes?: number;
+  /** Count each partition's newest segment as migrate --include-active would. */
   includeActive?: boolean;
+  /**
+   * Which newest segments migrate would take (the archive switch, readiness.requireRolled and
+   * readiness.quietMs); includeActive overrides it. Default: none (a live broker's log dir).
+   */
+  readiness?: ReadinessRules;
+  /** Segments migrate converts at once (worker.concurrency), for the free-space figure. */
+  concurrency?: number;
+  /** Where migrate copies the originals (backupDir), for the backup figure. */
+  backupDir?: string;
   json?: boolean;
+  /** Called after every entry read (the progress bar). */
+  onProgress?: (p: { bytesDone: number; segmentsDone: number }) => void;
 }
 
 export interface PartitionAudit {
   dir: string;
+  /** The directory's path under the directories audited (`clicks-0`, `data2/clicks-0`). */
+  name: string;
   topic: string;
   partition: number;
   segments: number;
@@ -71,19 +112,50 @@ export interface PartitionAudit {
   /** Entry bytes per `v<magic>/<codec>` (e.g. `v1/gzip`, `v2/none`). */
   bytesByFormat: Record<string, number>;
   activeSegment: string;
+  /** Segments migrate would leave alone whatever they hold: the active one, an archive's changing one. */
+  leftAloneSegments: number;
   /** Segments (and their bytes) a migrate to the target codec would rewrite. */
   convertSegments: number;
   convertBytes: number;
   /** Estimated bytes of those segments after conversion. */
   estimatedBytesAfter: number;
+  /** Estimated size after conversion of each segment migrate would rewrite (the disk figures). */
+  segmentsAfter: number[];
+  /**
+   * Space a `migrate --prepare` of this partition needs in the stage dir: the estimated output of
+   * the rolled (non-active) segments it would rewrite, with their rebuilt indexes.
+   */
+  stageBytes: number;
   /** Bytes converted exactly for the estimate. */
   sampledBytes: number;
   errors: string[];
 }
 
+/**
+ * What a migrate needs on one filesystem: `peakExtraBytes` free while it runs (the
+ * `concurrency` largest converted segments, with their new indexes, beside their originals,
+ * plus every byte by which a converted segment grows), `backupBytes` in the backup directory.
+ */
+export interface DiskNeed {
+  /** The deepest directory holding the filesystem's partitions. */
+  dir: string;
+  partitions: number;
+  convertBytes: number;
+  estimatedBytesAfter: number;
+  /** The largest segment after conversion, with its indexes. */
+  largestSegmentAfter: number;
+  concurrency: number;
+  /** The `concurrency` largest converted segments, with their indexes, written at once. */
+  inFlightBytes: number;
+  /** What the segments that grow add (zero when every converted segment shrinks). */
+  growthBytes: number;
+  peakExtraBytes: number;
+  backupBytes: number;
+}
+
 export const auditCommand: Command = {
   name: 'audit',
-  summary: 'Kafka 4 readiness: legacy data, codecs, what a migrate would change',
+  summary: 'Kafka 4 readiness: legacy data, codecs, what a migrate would change and the disk it needs',
   help: HELP,
   async run(argv, ctx) {
     const p = parse('audit', argv, {
@@ -91,16 +163,25 @@ export const auditCommand: Command = {
       codec: { type: 'string' },
       level: { type: 'string' },
       grouping: { type: 'string' },
+      'only-if-smaller': { type: 'boolean' },
       'sample-bytes': { type: 'string' },
+      'compare-bytes': { type: 'string' },
       'include-active': { type: 'boolean' },
+      concurrency: { type: 'string' },
+      'backup-dir': { type: 'string' },
       json: { type: 'boolean' },
     });
     const dirs = requirePositionals('audit', p, '<dir>... (a Kafka log dir or partition dir)');
-    const { config } = loadSettings('audit', p, ctx);
+    const { config } = loadSettings('audit', p, ctx, {
+      'worker.concurrency': intOpt('audit', p, 'concurrency', { min: 1, max: 1024 }),
+    });
     return audit(dirs, ctx, {
       ...pipelineOptions(config),
       sampleBytes: intOpt('audit', p, 'sample-bytes', { sizes: true }),
+      compareBytes: intOpt('audit', p, 'compare-bytes', { sizes: true }),
       includeActive: flag(p, 'include-active'),
+      readiness: config.readiness,
+      concurrency: config.worker.concurrency,
       json: flag(p, 'json'),
     });
   },
@@ -110,44 +191,79 @@ export const auditCommand: Command = {
 export async function auditPartitions(
   dirs: string[],
   options: AuditOptions = {},
-): Promise<{ audits: PartitionAudit[]; ignored: IgnoredDir[] }> {
-  const { partitions, ignored } = await resolveTargets(dirs, 'audit');
+): Promise<{ audits: PartitionAudit[]; ignored: IgnoredDir[]; choices: CodecChoice[] }> {
+  return auditTargets(await resolveTargets(dirs, 'audit'), options);
+}
+
+async function auditTargets(
+  { partitions, ignored }: Awaited<ReturnType<typeof resolveTargets>>,
+  options: AuditOptions,
+): Promise<{ audits: PartitionAudit[]; ignored: IgnoredDir[]; choices: CodecChoice[] }> {
+  const sample = new CodecSample(options.compareBytes ?? DEFAULT_COMPARE_BYTES);
+  const rules = options.includeActive ? includeActiveRules() : (options.readiness ?? LIVE_BROKER);
+  const now = Date.now();
+  const progress = { bytesDone: 0, segmentsDone: 0 };
   const audits: PartitionAudit[] = [];
   for (const p of partitions) {
     const tp = parsePartitionDirName(path.basename(p.dir));
+    const newest = p.segments.at(-1);
+    // A segment named on the command line is audited as convert treats it: converted. Of a
+    // directory, the newest segment as migrate treats it (the active segment, or an archive's).
+    const leftAlone =
+      !p.namedFile && newest !== undefined && !newestSegmentReady(newest, rules, now)
+        ? newest.path
+        : undefined;
     audits.push(
       await auditPartition(
         {
           dir: p.dir,
+          name: p.name,
           topic: tp ? tp.topic : path.basename(p.dir),
           partition: tp ? tp.partition : -1,
           segments: p.segments,
-          // A segment named on the command line is audited as migrate/convert would treat it.
-          activePath: p.namedFile && !options.includeActive ? undefined : p.activePath,
+          activePath: p.activePath,
+          leftAlone,
         },
         options,
+        progress,
+        sample,
       ),
     );
   }
-  return { audits, ignored };
+  const choices =
+    sample.bytes === 0 ? [] : compareCodecs(sample, { ...options, codec: options.codec ?? 'zstd' });
+  return { audits, ignored, choices };
 }
+
+/** A live broker's log dir: the newest segment of each partition is the active one. */
+const LIVE_BROKER: ReadinessRules = { requireRolled: true, quietMs: 0 };
 
 interface PartitionDir {
   dir: string;
+  name: string;
   topic: string;
   partition: number;
   /** By base offset. */
-  segments: { path: string }[];
-  /** The active segment, left alone unless includeActive. */
+  segments: { path: string; size: number }[];
+  /** The active (newest) segment. */
   activePath?: string;
+  /** The segment migrate would leave alone (the active one, or an archive's still changing). */
+  leftAlone?: string;
 }
 
-async function auditPartition(p: PartitionDir, options: AuditOptions): Promise<PartitionAudit> {
+async function auditPartition(
+  p: PartitionDir,
+  options: AuditOptions,
+  progress: { bytesDone: number; segmentsDone: number },
+  sample: CodecSample,
+): Promise<PartitionAudit> {
   const target = codecId(options.codec ?? 'zstd');
   const sampleBudget = options.sampleBytes ?? DEFAULT_SAMPLE_BYTES;
   const perSegmentSample = Math.ceil(sampleBudget / p.segments.length);
+  const indexOverhead = 1 + 20 / (options.indexIntervalBytes ?? 4096);
   const a: PartitionAudit = {
     dir: p.dir,
+    name: p.name,
     topic: p.topic,
     partition: p.partition,
     segments: p.segments.length,
@@ -156,26 +272,34 @@ async function auditPartition(p: PartitionDir, options: AuditOptions): Promise<P
     legacyBytes: 0,
     bytesByFormat: {},
     activeSegment: p.activePath ?? '',
+    leftAloneSegments: p.leftAlone === undefined ? 0 : 1,
     convertSegments: 0,
     convertBytes: 0,
     estimatedBytesAfter: 0,
+    segmentsAfter: [],
+    stageBytes: 0,
     sampledBytes: 0,
     errors: [],
   };
   // Per partition: converted-sample ratio for the changeable bytes not sampled.
   let sampleIn = 0;
   let sampleOut = 0;
-  const pending: { unchanged: number; sampledOut: number; unsampled: number; bytes: number }[] = [];
+  const pending: {
+    unchanged: number;
+    sampledOut: number;
+    unsampled: number;
+    bytes: number;
+    rolled: boolean;
+  }[] = [];
   for (let i = 0; i < p.segments.length; i++) {
     const seg = p.segments[i];
-    const active = seg.path === p.activePath;
     let segBytes = 0;
     let legacy = 0;
     let changeable = 0;
     let segSampleIn = 0;
     let segSampleOut = 0;
     const upconverter = new Upconverter({
-      grouping: options.grouping ?? 'kafka',
+      grouping: options.grouping ?? 'coalesce',
       codec: target,
       level: options.level,
       coalesceBytes: options.coalesceBytes,
@@ -184,9 +308,13 @@ async function auditPartition(p: PartitionDir, options: AuditOptions): Promise<P
     });
     let upconvertedIn = 0;
     const reader = new LogFileReader(seg.path);
+    sample.startSegment();
+    const bytesBefore = progress.bytesDone;
     try {
       for await (const e of reader.entries()) {
         segBytes += e.size;
+        progress.bytesDone += e.size;
+        options.onProgress?.(progress);
         // The decision convert makes (and every CRC checked: a corrupt segment is not "ready").
         const info = inspectEntry(e, seg.path);
         if (e.magic < 2) legacy += e.size;
@@ -195,12 +323,15 @@ async function auditPartition(p: PartitionDir, options: AuditOptions): Promise<P
         if (!needsRewrite(info, target)) continue;
         changeable += e.size;
         if (segSampleIn >= perSegmentSample) continue;
+        if (seg.path !== p.leftAlone) sample.offer(e.bytes, e.magic);
         segSampleIn += e.size;
         if (e.magic < 2) {
           upconvertedIn += e.size;
           for (const b of upconverter.push(e.bytes)) segSampleOut += b.length;
         } else {
-          segSampleOut += recompressRecordBatch(e.bytes, target, { level: options.level }).length;
+          const n = recompressRecordBatch(e.bytes, target, { level: options.level }).length;
+          // As convert: with onlyIfSmaller a batch recompression would grow is kept.
+          segSampleOut += options.onlyIfSmaller && n > e.size ? e.size : n;
         }
       }
       if (upconvertedIn > 0) for (const b of upconverter.flush()) segSampleOut += b.length;
@@ -211,6 +342,10 @@ async function auditPartition(p: PartitionDir, options: AuditOptions): Promise<P
       if (!(err instanceof SegliftError) && !isFsError(err)) throw err;
       a.errors.push(formatError(err));
     }
+    // The bar counts the segment's size even when a bad entry stopped the reading.
+    progress.bytesDone = bytesBefore + seg.size;
+    progress.segmentsDone++;
+    options.onProgress?.(progress);
     a.bytes += segBytes;
     if (legacy > 0) {
       a.legacySegments++;
@@ -219,7 +354,7 @@ async function auditPartition(p: PartitionDir, options: AuditOptions): Promise<P
     a.sampledBytes += segSampleIn;
     sampleIn += segSampleIn;
     sampleOut += segSampleOut;
-    if (changeable > 0 && (!active || options.includeActive)) {
+    if (changeable > 0 && seg.path !== p.leftAlone) {
       a.convertSegments++;
       a.convertBytes += segBytes;
       pending.push({
@@ -227,13 +362,61 @@ async function auditPartition(p: PartitionDir, options: AuditOptions): Promise<P
         sampledOut: segSampleOut,
         unsampled: changeable - segSampleIn,
         bytes: segBytes,
+        rolled: seg.path !== p.activePath,
       });
     }
   }
   const ratio = sampleIn === 0 ? 1 : sampleOut / sampleIn;
-  for (const s of pending)
-    a.estimatedBytesAfter += s.unchanged + s.sampledOut + Math.round(s.unsampled * ratio);
+  for (const s of pending) {
+    const after = s.unchanged + s.sampledOut + Math.round(s.unsampled * ratio);
+    a.estimatedBytesAfter += after;
+    a.segmentsAfter.push(Math.round(after * indexOverhead));
+    // Prepare stages rolled segments only (the broker appends to the active one).
+    if (s.rolled) a.stageBytes += Math.round(after * indexOverhead);
+  }
   return a;
+}
+
+/**
+ * The free space a migrate needs on each filesystem (see DiskNeed): partitions are grouped by
+ * the device their directory is on. Bound, not a forecast: the `concurrency` largest segments
+ * are assumed to convert at the same moment and every segment that grows to have grown already.
+ */
+export async function diskNeeds(
+  audits: PartitionAudit[],
+  options: { concurrency: number; indexIntervalBytes?: number; backupDir?: string },
+): Promise<DiskNeed[]> {
+  const byDevice = new Map<number, PartitionAudit[]>();
+  for (const a of audits) {
+    const dev = await stat(a.dir).then(
+      (st) => st.dev,
+      () => -1,
+    );
+    byDevice.set(dev, [...(byDevice.get(dev) ?? []), a]);
+  }
+  const indexOverhead = 20 / (options.indexIntervalBytes ?? 4096);
+  const needs: DiskNeed[] = [];
+  for (const group of byDevice.values()) {
+    const sizes = group.flatMap((a) => a.segmentsAfter).sort((x, y) => y - x);
+    let growth = 0;
+    for (const a of group) growth += Math.max(0, a.estimatedBytesAfter - a.convertBytes);
+    const convertBytes = group.reduce((n, a) => n + a.convertBytes, 0);
+    const inFlight = sizes.slice(0, options.concurrency).reduce((n, x) => n + x, 0);
+    needs.push({
+      dir: commonAncestor(group.map((a) => a.dir)),
+      partitions: group.length,
+      convertBytes,
+      estimatedBytesAfter: group.reduce((n, a) => n + a.estimatedBytesAfter, 0),
+      largestSegmentAfter: sizes[0] ?? 0,
+      concurrency: options.concurrency,
+      inFlightBytes: inFlight,
+      growthBytes: growth,
+      peakExtraBytes: inFlight + growth,
+      // The originals' .log, and their indexes (20 bytes per index interval).
+      backupBytes: Math.round(convertBytes * (1 + indexOverhead)),
+    });
+  }
+  return needs.sort((x, y) => x.dir.localeCompare(y.dir));
 }
 
 export async function audit(
@@ -241,8 +424,37 @@ export async function audit(
   ctx: CommandContext,
   options: AuditOptions = {},
 ): Promise<number> {
-  const { audits, ignored } = await auditPartitions(dirs, options);
-  if (audits.length === 0) throw new UsageError(noSegmentsMessage(dirs, ignored), 'audit');
+  const targets = await resolveTargets(dirs, 'audit');
+  if (targets.partitions.length === 0)
+    throw new UsageError(noSegmentsMessage(dirs, targets.ignored), 'audit');
+  // Reading every byte of a large tree takes a while: a bar on a terminal says how far it got.
+  const bar = new ProgressBar(ctx.io.stderr, ctx.io.stderrIsTTY && !options.json);
+  for (const p of targets.partitions) {
+    bar.segmentsTotal += p.segments.length;
+    for (const s of p.segments) bar.bytesTotal += s.size;
+  }
+  bar.update(true);
+  let audits: PartitionAudit[];
+  let ignored: IgnoredDir[];
+  let choices: CodecChoice[];
+  try {
+    ({ audits, ignored, choices } = await auditTargets(targets, {
+      ...options,
+      onProgress: (p) => {
+        bar.bytesDone = p.bytesDone;
+        bar.segmentsDone = p.segmentsDone;
+        bar.update();
+      },
+    }));
+  } finally {
+    bar.done();
+  }
+  const concurrency = options.concurrency ?? 1;
+  const disks = await diskNeeds(audits, {
+    concurrency,
+    indexIntervalBytes: options.indexIntervalBytes,
+    backupDir: options.backupDir,
+  });
   const total = {
     partitions: audits.length,
     segments: 0,
@@ -252,6 +464,7 @@ export async function audit(
     convertSegments: 0,
     convertBytes: 0,
     estimatedBytesAfter: 0,
+    stageBytes: 0,
     errors: 0,
   };
   for (const a of audits) {
@@ -262,16 +475,21 @@ export async function audit(
     total.convertSegments += a.convertSegments;
     total.convertBytes += a.convertBytes;
     total.estimatedBytesAfter += a.estimatedBytesAfter;
+    total.stageBytes += a.stageBytes;
     total.errors += a.errors.length;
   }
   const codec = options.codec ?? 'zstd';
   if (options.json) {
-    for (const a of audits) ctx.out.line(toJsonLine({ type: 'partition', ...a }));
+    for (const a of audits) {
+      const { segmentsAfter: _s, ...json } = a;
+      ctx.out.line(toJsonLine({ type: 'partition', ...json }));
+    }
     for (const i of ignored) ctx.out.line(toJsonLine({ type: 'ignored', ...i }));
-    ctx.out.line(toJsonLine({ type: 'summary', codec, ...total, readiness: readiness(total) }));
+    if (choices.length > 0) ctx.out.line(toJsonLine({ type: 'codecChoices', choices }));
+    ctx.out.line(toJsonLine({ type: 'summary', codec, ...total, readiness: readiness(total), disk: disks }));
   } else {
     const rows = audits.map((a) => [
-      `${a.topic}-${a.partition}`,
+      a.name,
       String(a.segments),
       formatBytes(a.bytes),
       String(a.legacySegments),
@@ -302,19 +520,53 @@ export async function audit(
     );
     ctx.out.line('');
     ctx.out.line(
-      `${total.partitions} partitions, ${total.segments} segments, ${formatBytes(total.bytes)}; ` +
-        `${total.legacySegments} segments hold magic 0/1 data (${formatBytes(total.legacyBytes)}).`,
+      `${count(total.partitions, 'partition')}, ${count(total.segments, 'segment')}, ${formatBytes(total.bytes)}; ` +
+        `${count(total.legacySegments, 'segment holds', 'segments hold')} magic 0/1 data (${formatBytes(total.legacyBytes)}).`,
     );
+    const leftAlone = audits.reduce((n, a) => n + a.leftAloneSegments, 0);
+    const noRewrite = total.segments - total.convertSegments - leftAlone;
     ctx.out.line(
-      `migrate --codec ${codec} would rewrite ${total.convertSegments} segments (${formatBytes(total.convertBytes)})` +
+      `migrate --codec ${codec} would rewrite ${count(total.convertSegments, 'segment')} (${formatBytes(total.convertBytes)})` +
         ` to about ${formatBytes(total.estimatedBytesAfter)}` +
-        (options.includeActive ? '.' : '; active segments are left alone (--include-active to count them).'),
+        (options.includeActive
+          ? '.'
+          : options.readiness?.requireRolled === false
+            ? `; an archive: the newest segment of each partition once unchanged for ${formatDurationMs(options.readiness.quietMs)}.`
+            : '; active segments are left alone (--include-active to count them).') +
+        (noRewrite > 0 ? ` ${count(noRewrite, 'segment is', 'segments are')} ${codec} v2 already.` : ''),
     );
+    for (const d of disks) ctx.out.line(diskLine(d, disks.length > 1, options.backupDir));
+    ctx.out.line(
+      `migrate --prepare needs about ${formatBytes(total.stageBytes)} in its stage dir (the estimate above for the rolled segments it would rewrite, with their indexes; an estimate, not a bound: recompression can grow data).`,
+    );
+    for (const line of codecChoiceLines(choices)) ctx.out.line(line);
     for (const i of ignored) ctx.out.line(`passed over ${i.dir}: ${i.reason}`);
     ctx.out.line(readinessLine(total));
   }
   for (const a of audits) for (const e of a.errors) ctx.err.line(e);
   return total.errors > 0 ? ExitCode.SEGMENT_FAILED : ExitCode.OK;
+}
+
+function formatDurationMs(ms: number): string {
+  return ms % 60_000 === 0 && ms > 0 ? `${ms / 60_000} min` : `${ms} ms`;
+}
+
+/**
+ * One line per filesystem: `disk: migrate needs 30.3 KiB free while it runs: 2 segments convert
+ * at once (--concurrency), each written beside its original (the 2 largest: 26.4 KiB), + 3.9 KiB
+ * by which segments grow. Afterwards the data is 504 B larger. Backups take 41.3 KiB.`
+ * The formula is docs/operator-guide.md's ("Disk space").
+ */
+export function diskLine(d: DiskNeed, named: boolean, backupDir?: string): string {
+  const change = d.estimatedBytesAfter - d.convertBytes;
+  return (
+    `disk${named ? ` (${d.dir})` : ''}: migrate needs ${formatBytes(d.peakExtraBytes)} free while it runs: ` +
+    `${count(d.concurrency, 'segment converts', 'segments convert')} at once (--concurrency), each written ` +
+    `beside its original (the ${d.concurrency === 1 ? 'largest' : `${d.concurrency} largest`}: ${formatBytes(d.inFlightBytes)})` +
+    `${d.growthBytes > 0 ? `, + ${formatBytes(d.growthBytes)} by which segments grow` : ''}. ` +
+    `Afterwards the data is ${formatBytes(Math.abs(change))} ${change > 0 ? 'larger' : 'smaller'}. ` +
+    `Backups${backupDir ? ` (${backupDir})` : ' (with --backup-dir)'} take ${formatBytes(d.backupBytes)}.`
+  );
 }
 
 function readiness(t: { legacySegments: number; errors: number }): 'ready' | 'not-ready' | 'unknown' {
@@ -328,8 +580,31 @@ function readiness(t: { legacySegments: number; errors: number }): 'ready' | 'no
 export function readinessLine(t: { segments: number; legacySegments: number; errors: number }): string {
   const r = readiness(t);
   if (r === 'unknown')
-    return `Kafka 4 readiness: UNKNOWN: ${t.errors} segment${t.errors === 1 ? '' : 's'} could not be read (see the errors above); fix or remove them and audit again.`;
+    return `Kafka 4 readiness: UNKNOWN: ${count(t.errors, 'segment')} could not be read (see the errors above); fix or remove them and audit again.`;
   if (r === 'not-ready')
-    return `Kafka 4 readiness: NOT READY: ${t.legacySegments} segment${t.legacySegments === 1 ? '' : 's'} still hold magic 0/1 data; 'seglift migrate' upconverts them to v2.`;
-  return `Kafka 4 readiness: ready: all ${t.segments} segment${t.segments === 1 ? '' : 's'} read, no magic 0/1 data found.`;
+    return `Kafka 4 readiness: NOT READY: ${count(t.legacySegments, 'segment still holds', 'segments still hold')} magic 0/1 data; 'seglift migrate' upconverts them to v2.`;
+  return `Kafka 4 readiness: ready: ${t.segments === 1 ? '1 segment' : `all ${t.segments} segments`} read, no magic 0/1 data found.`;
+}
+
+/**
+ * `codec choices on a 16.0 MiB sample of the data to rewrite (size after; rewrite speed, one core):`
+ * then one line per codec and level, the chosen one marked.
+ */
+export function codecChoiceLines(choices: CodecChoice[]): string[] {
+  if (choices.length === 0) return [];
+  const label = (c: CodecChoice) => (c.level === undefined ? c.codec : `${c.codec} level ${c.level}`);
+  const size = (c: CodecChoice) => {
+    const change = c.bytesAfter / c.bytesIn;
+    return `${formatBytes(c.bytesAfter).padStart(10)} (${change.toFixed(2)}x${change > 1 ? ', larger' : ''})`;
+  };
+  const labelWidth = Math.max(...choices.map((c) => label(c).length));
+  const sizeWidth = Math.max(...choices.map((c) => size(c).length));
+  return [
+    `codec choices on a ${formatBytes(choices[0].bytesIn)} sample of the data to rewrite (size after; rewrite speed, one core):`,
+    ...choices.map(
+      (c) =>
+        `  ${label(c).padEnd(labelWidth)}  ${size(c).padEnd(sizeWidth)}  ${c.mbPerSec.toFixed(1).padStart(6)} MB/s` +
+        (c.chosen ? '  <- --codec/--level' : ''),
+    ),
+  ];
 }

@@ -1,7 +1,9 @@
-import { formatConfig, loadConfigWithSources } from '@seglift/config';
+import { CONFIG_FILE_ENV, ENV_VARS, formatConfig, loadConfigWithSources } from '@seglift/config';
 import { flag, parse, str } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
 import { EXIT_CODES_HELP, ExitCode, UsageError } from '../exit-codes.js';
+
+const ENV_WIDTH = Math.max(...ENV_VARS.map((v) => v.env.length));
 
 const HELP = `Usage: seglift config print [--config FILE] [--json]
 
@@ -15,7 +17,12 @@ Options:
   --json          print JSON instead of YAML
   -h, --help      this text
 
-An invalid configuration lists every problem and exits with 2.
+An invalid configuration lists every problem and exits with 2. A SEGLIFT_* variable that is
+not one of these is ignored with a warning naming the nearest one.
+
+Environment variables (every seglift program reads them; a flag beats its variable):
+  ${CONFIG_FILE_ENV.padEnd(ENV_WIDTH)}  the config file
+${ENV_VARS.map((v) => `  ${v.env.padEnd(ENV_WIDTH)}  ${v.path}`).join('\n')}
 
 ${EXIT_CODES_HELP}
 `;
@@ -44,7 +51,8 @@ export const configCommand: Command = {
 };
 
 export async function configPrint(ctx: CommandContext, options: ConfigPrintOptions = {}): Promise<number> {
-  const { config, sources } = loadConfigWithSources({ file: options.config, env: ctx.io.env });
+  const { config, sources, warnings } = loadConfigWithSources({ file: options.config, env: ctx.io.env });
+  for (const w of warnings) ctx.err.line(`warning: ${w}`);
   ctx.out.write(formatConfig(config, { format: options.json ? 'json' : 'yaml', sources }));
   return ExitCode.OK;
 }

@@ -86,6 +86,39 @@ describe('seglift convert', () => {
     expect(b).toHaveLength(35);
   });
 
+  it('--out holds every segment given: one already in the codec is copied (indexes rebuilt), reported so', async () => {
+    const dir = tmpDir();
+    const legacy = mixedSegment(dir);
+    const zstd = writeSegment(dir, 35n, [v2Batch(35n, 4, CompressionType.ZSTD)]);
+    const out = path.join(dir, 'out');
+    const r = await run(['convert', legacy, zstd, '--out', out, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const [a, b, summary] = lines(r.stdout).map((l) => JSON.parse(l));
+    expect(a.result).toBe('converted');
+    expect(b).toMatchObject({ result: 'copied', reason: 'already-target-codec', recordsOut: 4 });
+    expect(summary).toMatchObject({ segments: 2, converted: 1, copied: 1, skipped: 0, failed: 0 });
+    expect(readFileSync(path.join(out, path.basename(zstd))).equals(readFileSync(zstd))).toBe(true);
+    for (const f of [legacy, zstd]) {
+      const v = await run(['verify', path.join(out, path.basename(f))]);
+      expect(v.stdout).toMatch(/^OK .*, \.index \d+ entr(y|ies), \.timeindex \d+ entr(y|ies)$/m);
+    }
+    const table = await run(['convert', zstd, '--out', path.join(dir, 'out2')]);
+    expect(table.stdout).toMatch(/ copied .* already-target-codec/);
+    expect(table.stdout).toMatch(/0 conv\/1 copy\/0 skip\/0 fail/);
+  });
+
+  it('a failed --out conversion leaves no empty output directory', async () => {
+    const dir = tmpDir();
+    const bytes = readFileSync(mixedSegment(dir));
+    bytes[bytes.length - 1] ^= 1; // the last batch's CRC: found while writing
+    const bad = writeSegment(tmpDir(), 0n, [bytes]);
+    const out = path.join(dir, 'out');
+    const r = await run(['convert', bad, '--out', out]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^error\[CRC_MISMATCH\]/m);
+    expect(existsSync(out)).toBe(false);
+  });
+
   it('--in-place with --backup-dir replaces the segment and keeps the original', async () => {
     const dir = tmpDir();
     const part = path.join(dir, 'topic-0');

@@ -32,11 +32,14 @@ Run it on stopped brokers (or on segments the broker no longer writes).
 
 Options:
 ${PIPELINE_HELP}
-  --out DIR                 write <base>.log/.index/.timeindex into DIR; the input is untouched
+  --out DIR                 write <base>.log/.index/.timeindex into DIR; the input is untouched.
+                            A segment already in the target codec is copied there as it is
+                            (indexes rebuilt, verified) and reported 'copied'; a failed
+                            conversion leaves no directory of its own making behind
   --in-place                replace the segment crash-safely (.swap files, then rename)
   --backup-dir DIR          with --in-place: copy the originals to DIR/<partition>/ first
                             (backupDir from the config applies to --in-place only)
-  --force                   rewrite even segments already in the target codec
+  --force                   recompress even batches already in the target codec
   --accept-truncated-tail   drop a partial entry at the end of the log instead of failing
   --json                    one NDJSON report per segment, then a summary object
   -h, --help                this text

@@ -262,10 +262,14 @@ describe('seglift inspect: usage', () => {
     expect(r3.code).toBe(2);
   });
 
-  it('exits 1 with error[IO] for a missing file', async () => {
+  it('exits 1 with error[IO] for a missing file, and no "Dumping" line before it', async () => {
     const r = await run(['inspect', '/nonexistent/00000000000000000000.log']);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^error\[IO\]: ENOENT/);
+    expect(r.stdout).toBe('');
+    const name = await run(['inspect', '/nonexistent/orders.log']);
+    expect(name.stderr).toMatch(/^error\[INVALID_ARGUMENT\]: not a segment file name/);
+    expect(name.stdout).toBe('');
   });
 });
 

@@ -93,9 +93,14 @@ export async function inspect(
 }
 
 async function inspectFile(file: string, ctx: CommandContext, options: InspectOptions): Promise<boolean> {
-  if (!options.json) ctx.out.line(`Dumping ${file}`);
   const name = path.basename(file);
   const suffix = name.includes('.') ? name.slice(name.lastIndexOf('.')) : '';
+  if (['.log', '.index', '.timeindex'].includes(suffix)) {
+    // A file that cannot be dumped is said so alone, not after a 'Dumping' line.
+    baseOffsetOfFile(file);
+    await stat(file);
+  }
+  if (!options.json) ctx.out.line(`Dumping ${file}`);
   switch (suffix) {
     case '.log':
       return dumpLog(file, ctx, options);
@@ -110,7 +115,7 @@ async function inspectFile(file: string, ctx: CommandContext, options: InspectOp
   }
 }
 
-/** Segment base offset from the 20-digit file name (ref §6.1). */
+/** Segment base offset from the 20-digit file name (docs/kafka-format.md §6.1). */
 export function baseOffsetOfFile(file: string): bigint {
   const stem = path.basename(file).split('.')[0];
   if (!/^\d+$/.test(stem)) {

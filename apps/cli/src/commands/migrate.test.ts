@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CompressionType } from '@seglift/format';
 import { built, needs } from '@seglift/testkit';
@@ -80,6 +80,33 @@ describe('seglift migrate', () => {
     );
   });
 
+  it('follows the archive switch (readiness.requireRolled false): each newest segment once unchanged for quietMs', async () => {
+    const dir = logDir();
+    const config = path.join(tmpDir(), 'archive.yaml');
+    writeFileSync(config, 'readiness:\n  requireRolled: false\n  quietMs: 600000\n');
+    const newest0 = path.join(dir, 'orders-0', '00000000000000000020.log');
+    const old = new Date(Date.now() - 3_600_000);
+    utimesSync(newest0, old, old);
+    const r = await run(['migrate', dir, '--config', config, '--concurrency', '1', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const reports = lines(r.stdout)
+      .map((l) => JSON.parse(l))
+      .filter((o) => o.type === 'segment');
+    // orders-0's newest has been quiet for an hour: converted. orders-1's was just written (a copy
+    // may still be writing it): left alone, and the report says why.
+    expect(reports.find((o) => o.path === newest0)).toMatchObject({ result: 'converted' });
+    expect(
+      reports.find((o) => o.path === path.join(dir, 'orders-1', '00000000000000000020.log')),
+    ).toMatchObject({
+      result: 'skipped',
+      reason: 'still-changing',
+    });
+    const text = await run(['migrate', dir, '--config', config, '--quiet']);
+    expect(text.stdout).toMatch(
+      /settings: .*archive: newest segments once unchanged for 600000 ms \(readiness\.requireRolled false, file .*archive\.yaml\)/,
+    );
+  });
+
   it('a corrupt segment fails the run with exit 1 and its reason', async () => {
     const dir = logDir();
     const bad = path.join(dir, 'orders-0', '00000000000000000030.log');
@@ -99,11 +126,78 @@ describe('seglift migrate', () => {
     expect((await run(['migrate', '--codec', 'zstd'])).code).toBe(2);
     expect((await run(['migrate', dir, '--codec', 'zstd', '--concurrency', '0'])).code).toBe(2);
     expect((await run(['migrate', tmpDir(), '--codec', 'zstd'])).code).toBe(2);
+    const missing = await run(['migrate', '/nonexistent-seglift-dir', '--codec', 'zstd']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr.split('\n')[0]).toBe('error: /nonexistent-seglift-dir: no such file or directory');
+  });
+});
+
+/** Every file under `dir` by relative path, with its bytes. */
+function snapshot(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const part of readdirSync(dir)) {
+    for (const f of readdirSync(path.join(dir, part)))
+      out.set(`${part}/${f}`, readFileSync(path.join(dir, part, f)).toString('base64'));
+  }
+  return out;
+}
+
+describe('seglift migrate --prepare / --commit', () => {
+  it('prepare leaves the log dir as it was; commit swaps in from the stage and says so', async () => {
+    const dir = logDir();
+    const stage = path.join(tmpDir(), 'stage');
+    const before = snapshot(dir);
+    const prep = await run(['migrate', dir, '--prepare', '--stage-dir', stage, '--codec', 'zstd', '--json']);
+    expect(prep.stderr).toBe('');
+    expect(prep.code).toBe(0);
+    const prepSummary = lines(prep.stdout)
+      .map((l) => JSON.parse(l))
+      .at(-1);
+    expect(prepSummary).toMatchObject({ phase: 'prepare', stage: { staged: 4, changed: 0, discarded: 0 } });
+    expect(snapshot(dir)).toEqual(before);
+    const again = await run(['migrate', dir, '--prepare', '--stage-dir', stage, '--codec', 'zstd']);
+    expect(again.code).toBe(0);
+    expect(lines(again.stdout).at(-1)).toBe(
+      'stage: staged 0, already staged 4, changed while read 0, discarded 0',
+    );
+    const commit = await run(['migrate', dir, '--commit', '--codec', 'zstd'], { SEGLIFT_STAGE_DIR: stage });
+    expect(commit.stderr).toBe('');
+    expect(commit.code).toBe(0);
+    expect(lines(commit.stdout).at(-1)).toBe(
+      'stage: committed from stage 4, converted at commit 0, discarded 0',
+    );
+    for (const part of ['orders-0', 'orders-1']) {
+      for (const base of ['00000000000000000000', '00000000000000000010']) {
+        const v = await run(['verify', path.join(dir, part, `${base}.log`)]);
+        expect(v.code, v.stdout).toBe(0);
+      }
+      expect(readdirSync(path.join(dir, part)).filter((n) => n.includes('seglift'))).toEqual([]);
+      // The active segment is untouched.
+      const active = `${part}/00000000000000000020.log`;
+      expect(snapshot(dir).get(active)).toBe(before.get(active));
+    }
+  });
+
+  it('usage: one step at a time, a stage dir given, outside the log dir, one dir', async () => {
+    const dir = logDir();
+    const both = await run(['migrate', dir, '--prepare', '--commit', '--stage-dir', '/tmp/x']);
+    expect(both.code).toBe(2);
+    expect((await run(['migrate', dir, '--prepare'])).stderr).toMatch(/needs --stage-dir/);
+    expect((await run(['migrate', dir, '--stage-dir', '/tmp/x'])).code).toBe(2);
+    const inside = await run(['migrate', dir, '--prepare', '--stage-dir', path.join(dir, 'stage')]);
+    expect(inside.code).toBe(2);
+    expect(inside.stderr).toMatch(/error\[STAGE_DIR\].*is inside the log dir/);
+    expect((await run(['migrate', dir, dir, '--commit', '--stage-dir', '/tmp/x'])).stderr).toMatch(
+      /one <dir>/,
+    );
+    expect(
+      (await run(['migrate', dir, '--commit', '--stage-dir', path.join(tmpDir(), 'none')])).stderr,
+    ).toMatch(/run --prepare first/);
   });
 });
 
 describe('seglift migrate, interrupted', () => {
-  const cli = path.resolve(import.meta.dirname, '../../dist/main.js');
+  const cli = path.resolve(import.meta.dirname, '../../dist/seglift');
   /** 24 partitions, each with a closed ~1 MiB segment of v0 messages and an active one. */
   function bigDir(): string {
     const dir = tmpDir();
@@ -120,21 +214,23 @@ describe('seglift migrate, interrupted', () => {
       `${signal} stops handing out segments: the rest are not started, exit ${signal === 'SIGINT' ? 130 : 143}, no temp files, a rerun resumes`,
       async () => {
         const dir = bigDir();
-        const child = spawn(process.execPath, [
-          cli,
-          'migrate',
-          dir,
-          '--codec',
-          'zstd',
-          '--concurrency',
-          '1',
-          '--json',
-        ]);
+        // The second conversion is held (fsops' test hook) until the signal has been taken in,
+        // so the run is stopped mid-way whatever the speed of this machine.
+        const holdFile = path.join(tmpDir(), 'hold');
+        writeFileSync(holdFile, '');
+        const child = spawn(cli, ['migrate', dir, '--codec', 'zstd', '--concurrency', '1', '--json'], {
+          env: {
+            ...process.env,
+            SEGLIFT_TEST_HOLD_AFTER: 'create:.log.seglift-tmp@2',
+            SEGLIFT_TEST_HOLD_WHILE: holdFile,
+          },
+        });
         let out = '';
         let err = '';
         let sent = false;
         child.stderr.on('data', (b: Buffer) => {
           err += b.toString();
+          if (err.includes('letting the segments in flight')) rmSync(holdFile, { force: true });
         });
         child.stdout.on('data', (b: Buffer) => {
           out += b.toString();

@@ -1,25 +1,33 @@
+import path from 'node:path';
 import { type LoadedConfig, type PipelineOptions, pipelineOptions } from '@seglift/config';
 import {
+  commitStage,
   formatReportTable,
+  type MigrateOptions,
   type MigrateResult,
   migrate,
+  prepareStage,
+  type ReadinessRules,
   type RunSummary,
   type SegmentReport,
+  type StageCounts,
 } from '@seglift/segment';
-import { flag, intOpt, parse, requirePositionals } from '../args.js';
+import { flag, intOpt, parse, requirePositionals, str } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
 import { EXIT_CODES_HELP, ExitCode, UsageError } from '../exit-codes.js';
 import { reportFailures } from '../failures.js';
 import { toJsonLine } from '../io.js';
 import { ProgressBar } from '../progress.js';
 import {
+  archiveHelp,
+  includeActiveRules,
   loadSettings,
   PIPELINE_ARG_OPTIONS,
   PIPELINE_HELP,
   settingsJson,
   settingsLine,
 } from '../settings.js';
-import { formatBytes, formatDuration } from '../table.js';
+import { count, formatBytes, formatDuration } from '../table.js';
 import { noSegmentsMessage } from '../targets.js';
 
 const HELP = `Usage: seglift migrate <dir>... [options]
@@ -27,16 +35,26 @@ const HELP = `Usage: seglift migrate <dir>... [options]
 Convert every closed segment under each <dir> (a broker log.dir, a parent of several, or one
 partition directory) in place: magic 0/1 upconverted to v2, batches recompressed to the target
 codec, indexes rebuilt, each result verified against its original before a crash-safe swap.
-Embedded mode: no Redis, a worker_threads pool in this process (Ctrl-C stops cleanly). The active (last)
-segment of each partition is left alone unless --include-active. Stop the brokers that own
-these directories first.
+Embedded mode: no Redis, a worker_threads pool in this process. The active (last) segment of
+each partition is left alone unless --include-active or the archive switch below. Stop the
+brokers that own these directories first; 'seglift audit' says how much free space it needs.
 
 Options:
 ${PIPELINE_HELP}
   --backup-dir DIR          copy every original to DIR/<partition>/ before replacing it
-  --include-active          convert the active segments too (only with the broker stopped)
+  --include-active          convert the active segments too, now (only with the broker stopped)
   --concurrency N           segments converted at the same time (worker.concurrency,
                             default: CPU count)
+  --prepare                 two-phase, step 1, broker RUNNING: convert and verify every rolled
+                            (non-active) segment of <dir> into --stage-dir; nothing in <dir> is
+                            written, renamed or locked; a segment deleted or replaced while it is
+                            read is reported ('changed') and left for the commit. Run it again to
+                            top the stage up
+  --commit                  two-phase, step 2, broker STOPPED: swap in every staged segment whose
+                            source is still the file it was made from (same crash-safe swap),
+                            convert the rest now, discard what the broker deleted or replaced
+  --stage-dir DIR           the stage (stageDir, SEGLIFT_STAGE_DIR): on the same filesystem as
+                            <dir>, outside it; new, empty, or made by an earlier --prepare
   --json                    one NDJSON report per segment, then a summary object
   --quiet                   no progress bar and no per-segment table: the summary and failures
                             only
@@ -45,19 +63,34 @@ ${PIPELINE_HELP}
 Sizes accept k/m/g suffixes. An invalid configuration (file, environment or flags) lists
 every problem and exits with 2; 'seglift config print' shows the settings without the flags.
 
+${archiveHelp('migrate')}
+
 The summary gives segments converted/skipped/failed, bytes before and after, the ratio, the
-time taken, and every failure with its reason (also on stderr as error[CODE]: ...).
+time taken, and every failure with its reason (also on stderr as error[CODE]: ...). With
+--prepare or --commit one <dir> is given (one stage dir per log dir), and a 'stage:' line says
+how many segments were staged (or committed from the stage), converted at commit, discarded.
+'seglift audit' tells the stage space a prepare needs. Procedure: docs/operator-guide.md.
+
+Ctrl-C (or SIGTERM) stops handing out segments: the ones converting finish or roll back, the
+rest are left as they were, and the exit code is 130 (143). Run the same command again to
+resume: converted segments are skipped (already in the target codec). A second Ctrl-C stops at
+once; that is crash-safe too (the next run completes or rolls back what it finds).
 
 ${EXIT_CODES_HELP}
 `;
 
 export interface MigrateCliOptions extends PipelineOptions {
   includeActive?: boolean;
+  /** The archive switch (readiness.requireRolled, readiness.quietMs); includeActive overrides it. */
+  readiness?: ReadinessRules;
   concurrency?: number;
   json?: boolean;
   quiet?: boolean;
   /** The effective settings, named in the summary (JSON `settings`, and a `settings:` line). */
   settings?: LoadedConfig;
+  /** Two-phase migration: this step, with `stageDir`. */
+  phase?: 'prepare' | 'commit';
+  stageDir?: string;
 }
 
 export const migrateCommand: Command = {
@@ -71,20 +104,46 @@ export const migrateCommand: Command = {
       concurrency: { type: 'string' },
       json: { type: 'boolean' },
       quiet: { type: 'boolean' },
+      prepare: { type: 'boolean' },
+      commit: { type: 'boolean' },
+      'stage-dir': { type: 'string' },
     });
     const dirs = requirePositionals('migrate', p, '<dir>... (Kafka log dirs or partition dirs)');
+    const stageFlag = str(p, 'stage-dir');
     const settings = loadSettings('migrate', p, ctx, {
       // The worker's setting: conversions in parallel in one process.
       'worker.concurrency': intOpt('migrate', p, 'concurrency', { min: 1, max: 1024 }),
+      // The schema wants an absolute path; a flag is relative to where seglift was started.
+      ...(stageFlag !== undefined ? { stageDir: path.resolve(ctx.io.cwd, stageFlag) } : {}),
     });
     const { config } = settings;
+    const phase = flag(p, 'prepare') ? 'prepare' : flag(p, 'commit') ? 'commit' : undefined;
+    if (flag(p, 'prepare') && flag(p, 'commit'))
+      throw new UsageError('--prepare and --commit are two steps: give one of them', 'migrate');
+    if (phase === undefined && stageFlag !== undefined)
+      throw new UsageError('--stage-dir needs --prepare or --commit', 'migrate');
+    if (phase !== undefined) {
+      if (config.stageDir === undefined)
+        throw new UsageError(`--${phase} needs --stage-dir (or stageDir in the settings)`, 'migrate');
+      if (dirs.length !== 1)
+        throw new UsageError(`--${phase} takes one <dir>: a stage dir serves one log dir`, 'migrate');
+      if (phase === 'prepare' && flag(p, 'include-active'))
+        throw new UsageError(
+          '--prepare never reads the active segments: the broker appends to them',
+          'migrate',
+        );
+    }
+    const includeActive = flag(p, 'include-active');
     return migrateDirs(dirs, ctx, {
       ...pipelineOptions(config),
-      includeActive: flag(p, 'include-active'),
+      includeActive,
+      readiness: includeActive ? includeActiveRules() : config.readiness,
       concurrency: config.worker.concurrency,
       json: flag(p, 'json'),
       quiet: flag(p, 'quiet'),
       settings,
+      phase,
+      stageDir: config.stageDir,
     });
   },
 };
@@ -114,10 +173,15 @@ export async function migrateDirs(
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  const { json: _j, quiet: _q, settings: _s, ...migrateOptions } = options;
-  let result: MigrateResult;
+  const { json: _j, quiet: _q, settings: _s, phase, stageDir, ...migrateOptions } = options;
+  const run =
+    phase === undefined
+      ? (o: MigrateOptions) => migrate(dirs, o)
+      : (o: MigrateOptions) =>
+          (phase === 'prepare' ? prepareStage : commitStage)(dirs[0], { ...o, stageDir: stageDir! });
+  let result: MigrateResult & { counts?: StageCounts };
   try {
-    result = await migrate(dirs, {
+    result = await run({
       ...migrateOptions,
       signal: abort.signal,
       onProgress: (p) => {
@@ -152,6 +216,7 @@ export async function migrateDirs(
         partitions: result.partitions,
         ...summary,
         interrupted: result.interrupted,
+        ...(result.counts ? { phase, stage: result.counts } : {}),
         ...(options.settings ? { settings: settingsJson(options.settings) } : {}),
       }),
     );
@@ -160,6 +225,7 @@ export async function migrateDirs(
     for (const i of result.ignored) ctx.out.line(`passed over ${i.dir}: ${i.reason}`);
     if (options.settings) ctx.out.line(settingsLine(options.settings));
     ctx.out.line(summaryLine(summary, reports));
+    if (result.counts) ctx.out.line(stageLine(phase!, result.counts));
   }
   reportFailures(ctx, reports);
   if (result.interrupted) {
@@ -182,9 +248,19 @@ export function summaryLine(s: RunSummary, reports: SegmentReport[]): string {
     convOut += r.bytesOut;
   }
   return (
-    `converted ${s.converted} segments, skipped ${s.skipped}, failed ${s.failed}` +
+    `converted ${count(s.converted, 'segment')}, skipped ${s.skipped}, failed ${s.failed}` +
     `${s.notStarted ? `, not started ${s.notStarted}` : ''}: ` +
     `${formatBytes(convIn)} -> ${formatBytes(convOut)}${s.ratio ? ` (ratio ${s.ratio.toFixed(3)})` : ''} ` +
     `in ${formatDuration(s.durationMs)}`
   );
+}
+
+/**
+ * `stage: staged 40, already staged 12, changed while read 1, discarded 2` (prepare) or
+ * `stage: committed from stage 52, converted at commit 3, discarded 2` (commit).
+ */
+export function stageLine(phase: 'prepare' | 'commit', c: StageCounts): string {
+  return phase === 'prepare'
+    ? `stage: staged ${c.staged}, already staged ${c.alreadyStaged}, changed while read ${c.changed}, discarded ${c.discarded}`
+    : `stage: committed from stage ${c.staged}, converted at commit ${c.convertedAtCommit}, discarded ${c.discarded}`;
 }

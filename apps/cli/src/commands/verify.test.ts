@@ -25,6 +25,34 @@ describe('seglift verify', () => {
     ]);
   });
 
+  it('counts index entries in words too: 1 entry, 2 entries', async () => {
+    const dir = tmpDir();
+    const src = writeSegment(path.join(dir, 'in'), 0n, [v2Batch(0n, 1), v2Batch(1n, 1), v2Batch(2n, 1)]);
+    for (const [n, words] of [
+      [2, '1 entry'],
+      [1, '2 entries'],
+    ] as const) {
+      const out = path.join(dir, `out-${n}`);
+      // An .index entry every N bytes: the batches are ~70 bytes, so 1 per 2 batches or per batch.
+      const interval = n === 2 ? 100 : 1;
+      const c = await run([
+        'convert',
+        src,
+        '--out',
+        out,
+        '--codec',
+        'none',
+        '--index-interval-bytes',
+        String(interval),
+      ]);
+      expect(c.code, c.stderr).toBe(0);
+      const r = await run(['verify', out]);
+      expect(r.stdout).toMatch(
+        new RegExp(`: 3 batches, 3 records, .*, \\.index ${words}, \\.timeindex ${words}$`, 'm'),
+      );
+    }
+  });
+
   it('names the error class: a missing path is a usage error, an index is not a segment', async () => {
     const dir = partition();
     const missing = await run(['verify', path.join(dir, 'nope')]);

@@ -13,23 +13,12 @@ import {
 } from '@seglift/format';
 import { encodeCompressedWrapper, encodeLegacyEntry, logicalRecordsOfLegacyEntry } from '@seglift/legacy';
 import { readSegmentEntries } from '@seglift/segment';
+import { prng as rng } from '@seglift/testkit';
 
 export const KINDS = ['v0', 'v1', 'v1-gzip', 'v0-snappy', 'v1-lz4', 'v2-none', 'v2-gzip'] as const;
 export type Kind = (typeof KINDS)[number];
 
 const enc = new TextEncoder();
-
-/** A tiny deterministic PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function payload(r: () => number, n: number, i: number): Uint8Array {
   // Compressible but not trivial: words from a small vocabulary.

@@ -315,7 +315,7 @@ function storedBlock(data: Buffer): Buffer {
 }
 
 describe('lz4 (Kafka frame subset)', () => {
-  it('computes the header checksums of ref §3.2/§9', () => {
+  it('computes the header checksums of docs/kafka-format.md §3.2/§9', () => {
     const d = Buffer.from([0x04, 0x22, 0x4d, 0x18, 0x60, 0x40]);
     expect(lz4HeaderChecksum(d, 6, false)).toBe(0x82);
     expect(lz4HeaderChecksum(d, 6, true)).toBe(0x1a);

@@ -3,7 +3,7 @@ import { DecompressionError } from '../errors.js';
 import { asBuffer, concatChunks, limitError, wrapDecompressError } from './util.js';
 
 /**
- * Gzip as Kafka writes and reads it (ref §3.4): JDK GZIPOutputStream / GZIPInputStream, i.e.
+ * Gzip as Kafka writes and reads it (docs/kafka-format.md §3.4): JDK GZIPOutputStream / GZIPInputStream, i.e.
  * RFC 1952 members with CRC32 + ISIZE trailers, concatenated members decoded, bytes after a
  * member that do not start another valid member header silently ignored.
  */

@@ -32,7 +32,7 @@ export interface DecompressOptions {
   maxBytes: number;
 }
 
-/** Codec ids 5-7 (and anything else) throw, like Kafka's CompressionType.forId (ref §3.6). */
+/** Codec ids 5-7 (and anything else) throw, like Kafka's CompressionType.forId (docs/kafka-format.md §3.6). */
 function checkId(id: number): CompressionId {
   if (!Number.isInteger(id) || id < 0 || id >= NAMES.length) throw new UnknownCodecError(id);
   return id as CompressionId;
@@ -48,7 +48,7 @@ export function codecId(name: CodecName): CompressionId {
   return id as CompressionId;
 }
 
-/** Kafka's level ranges (KIP-390, ref §3.2-3.4): [min, max, default], or undefined without levels. */
+/** Kafka's level ranges (KIP-390, docs/kafka-format.md §3.2-3.4): [min, max, default], or undefined without levels. */
 function levelRange(id: CompressionId): [number, number, number] | undefined {
   switch (id) {
     case CompressionType.GZIP:
@@ -99,8 +99,8 @@ export function compress(codecId: number, data: Uint8Array, opts: CompressOption
 }
 
 /**
- * Package-internal (not in the package's API): compress, but the result may live in a buffer the
- * codec reuses, valid until its next call. For callers that copy it at once (the batch encoder).
+ * compress, but the result may live in a buffer the codec reuses, valid until its next call. For
+ * callers that copy it at once (the batch encoders).
  */
 export function compressTransient(codecId: number, data: Uint8Array, opts: CompressOptions = {}): Uint8Array {
   return compressImpl(codecId, data, opts, true);
@@ -141,7 +141,7 @@ export function decompress(codecId: number, data: Uint8Array, opts: DecompressOp
   return decompressImpl(codecId, data, opts, false);
 }
 
-/** Package-internal: decompress into a buffer that may be reused by the next call (round-trip checks). */
+/** decompress into a buffer that may be reused by the next call (round-trip checks). */
 export function decompressTransient(codecId: number, data: Uint8Array, opts: DecompressOptions): Uint8Array {
   return decompressImpl(codecId, data, opts, true);
 }

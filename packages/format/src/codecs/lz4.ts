@@ -4,7 +4,7 @@ import { asBuffer, concatChunks, limitError, wrapDecompressError } from './util.
 import { xxh32 } from './xxh32.js';
 
 /**
- * Kafka's LZ4 frame subset (ref §3.2; Kafka's Lz4BlockOutputStream / Lz4BlockInputStream).
+ * Kafka's LZ4 frame subset (docs/kafka-format.md §3.2; Kafka's Lz4BlockOutputStream / Lz4BlockInputStream).
  * The frame is ours: lz4-napi only does the raw blocks. Its frame encoder picks the block size
  * from the input (BD 0x50 for 200 KB), and its decoder would reject the broken v0 header
  * checksum and has no output limit.
@@ -20,7 +20,7 @@ const INCOMPRESSIBLE = 0x80000000;
 
 /**
  * The header checksum byte: second byte of XXH32 (seed 0) of the descriptor. KAFKA-3160: the
- * original implementation hashed from the magic number on; magic 0 still writes that (ref §3.2).
+ * original implementation hashed from the magic number on; magic 0 still writes that (docs/kafka-format.md §3.2).
  */
 export function lz4HeaderChecksum(frame: Uint8Array, descriptorEnd: number, broken: boolean): number {
   return (xxh32(frame, broken ? 0 : 4, descriptorEnd, 0) >>> 8) & 0xff;

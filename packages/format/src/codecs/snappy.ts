@@ -4,7 +4,7 @@ import { asBuffer, concatChunks, limitError, wrapDecompressError } from './util.
 
 /**
  * Snappy as Kafka's Java client writes it: xerial snappy-java SnappyOutputStream framing
- * (ref §3.1), NOT Google's framing format. Reading is as lenient as SnappyInputStream: raw
+ * (docs/kafka-format.md §3.1), NOT Google's framing format. Reading is as lenient as SnappyInputStream: raw
  * unframed snappy (what sarama writes by default) and concatenated xerial streams are accepted.
  */
 

@@ -1,5 +1,5 @@
 /**
- * XXH32 (seed-able), only for the LZ4 frame's header and block checksums (ref §3.2): a few
+ * XXH32 (seed-able), only for the LZ4 frame's header and block checksums (docs/kafka-format.md §3.2): a few
  * bytes per frame, so a small pure-JS version is enough.
  */
 const P1 = 0x9e3779b1;

@@ -3,7 +3,7 @@ import { DecompressionError } from '../errors.js';
 import { asBuffer, concatChunks, limitError, wrapDecompressError } from './util.js';
 
 /**
- * Zstd (ref §3.3): a standard frame, as zstd-jni's ZstdOutputStream writes and
+ * Zstd (docs/kafka-format.md §3.3): a standard frame, as zstd-jni's ZstdOutputStream writes and
  * ZstdInputStream reads (which also takes frames without a content size and concatenated
  * frames). Contexts are created once and reused: one per batch is measurably slow.
  */

@@ -123,7 +123,7 @@ export async function upconvertAndCheck(
       ]);
     }
 
-    // Header fields per ref §4.2.
+    // Header fields per docs/kafka-format.md §4.2.
     expect(h.baseOffset).toBe(want[0].offset);
     expect(BigInt(h.lastOffsetDelta)).toBe(want[want.length - 1].offset - want[0].offset);
     expect(h.partitionLeaderEpoch).toBe(-1);

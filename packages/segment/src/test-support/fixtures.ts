@@ -11,18 +11,9 @@ import {
   type RecordBatchFields,
 } from '@seglift/format';
 import { encodeCompressedWrapper, encodeLegacyEntry } from '@seglift/legacy';
+import { prng } from '@seglift/testkit';
 
-/** mulberry32: a tiny seeded PRNG so every run writes the same bytes. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { prng };
 
 export function text(rand: () => number, n: number): Uint8Array {
   const words = ['alpha', 'beta', 'gamma', 'delta', 'kafka', 'segment', 'offset', 'record', 'batch', 'lift'];

@@ -1,15 +1,6 @@
-/** Deterministic test payloads shared by the codec tests. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng as mulberry32 } from '@seglift/testkit';
 
+export { mulberry32 };
 /** Semi-compressible bytes: JSON-ish records with random numbers from a small vocabulary. */
 export function semiCompressible(size: number, seed = 1): Buffer {
   const rnd = mulberry32(seed);

@@ -9,10 +9,11 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
-import { type KafkajsCompression, registerReferenceCodecs } from '@seglift/testkit';
+import { type KafkajsCompression, registerReferenceCodecs } from './index.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const repoRoot = path.resolve(here, '../../../..');
+// packages/testkit/{src,dist}/ -> the checkout.
+const repoRoot = path.resolve(here, '../../..');
 const rootRequire = createRequire(path.join(repoRoot, 'package.json'));
 const formatRequire = createRequire(path.join(repoRoot, 'packages/format/package.json'));
 const zstd = formatRequire('zstd-napi');

@@ -1,0 +1,82 @@
+/** What seglift-watcher accepts and says about itself: its flags, its --help, its exit codes. */
+import { describeSettings, type FlagOptions } from '@seglift/config';
+
+export const PROGRAM = 'seglift-watcher';
+export const EXIT_OK = 0;
+export const EXIT_SEGMENTS_FAILED = 1;
+export const EXIT_USAGE = 2;
+export const EXIT_RUNTIME = 3;
+
+export const OPTIONS = {
+  config: { type: 'string', short: 'c' },
+  root: { type: 'string', multiple: true },
+  'redis-url': { type: 'string' },
+  once: { type: 'boolean' },
+  wait: { type: 'boolean' },
+  'redis-timeout-ms': { type: 'string' },
+  'metrics-port': { type: 'string' },
+  'log-level': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies FlagOptions;
+
+export const HELP = `Usage: seglift-watcher [--once [--wait]] [options]
+
+Finds the Kafka segments under the roots that are ready to convert and queues each once on Redis
+(BullMQ) for seglift-worker processes. A segment is ready once Kafka has rolled it (a newer
+segment exists beside it); in an archive (readiness.requireRolled: false) the newest segment of
+a partition is ready too, once unchanged for readiness.quietMs. A job's id is a hash of the
+segment's real path, size and mtime: several watchers, or reruns, never queue one twice, and a
+segment a worker converted is not queued again.
+
+Modes:
+  (default)       a daemon: watches the roots and rescans them every 10 minutes; serves
+                  /metrics (seglift_queue_jobs), /healthz and /readyz; stops on SIGTERM/SIGINT
+  --once          scans the roots once, queues every ready segment, exits
+  --once --wait   then waits until the workers have handled every queued segment, and exits
+                  with the migration's result (a Kubernetes Job); serves /metrics meanwhile
+
+Options:
+  -c, --config FILE        YAML or JSON config file (default $SEGLIFT_CONFIG)
+  --root DIR               a directory to scan: a broker log.dir, a parent of several, or one
+                           partition directory (repeatable; replaces roots)
+  --redis-url URL          redis://[user:password@]host:port/db (redis.url)
+  --redis-timeout-ms MS    how long Redis may take to answer at start (default 60000), then exit 3
+  --metrics-port N         port of /metrics, /healthz, /readyz (metrics.port; default 9465 here,
+                           9464 for seglift-worker, so both run on one host; 0: any free port)
+  --log-level L            fatal|error|warn|info|debug|trace|silent (log.level)
+  -h, --help               this text
+
+${describeSettings([
+  ['roots', 'where segments are looked for (at least one; --root)'],
+  ['readiness.requireRolled', 'true: a live log dir, the active segment waits; false: an archive'],
+  ['readiness.quietMs', 'archive: how long the newest segment must be unchanged (300000)'],
+  ['redis.url', 'the queue (redis://127.0.0.1:6379)'],
+  ['queue.name', 'queue name (segments); the workers must use the same'],
+  ['queue.prefix', 'Redis key prefix (seglift)'],
+  ['worker.attempts', 'tries of a segment whose conversion failed for a passing reason (5)'],
+  ['worker.backoffMs', 'first wait before a retry, doubled each time (5000)'],
+  [
+    'watcher.noWorkerTimeoutMs',
+    '--wait: give up (exit 3) when nothing finished for this long and no worker is connected (900000)',
+  ],
+  ['metrics.port', '--metrics-port'],
+  ['metrics.host', 'address the metrics server listens on (0.0.0.0)'],
+  ['log.level', '--log-level (info)'],
+  ['log.pretty', 'human-readable logs instead of JSON lines (false)'],
+])}
+
+Logs: one JSON object per line on stderr. Each segment the workers gave up on is logged with
+error.code, error.file, error.position and error.offset; 'seglift inspect FILE --deep-iteration'
+shows the bytes there.
+
+Exit codes (as seglift's):
+  0  ok; with --once --wait: every queued segment was converted or needed nothing
+  1  --once --wait: some segments failed (each logged): bad input, a rerun will not help
+  2  usage or configuration error (every problem listed), or the metrics port is in use
+  3  runtime error: Redis did not answer within --redis-timeout-ms, jobs kept vanishing from
+     the queue (Redis losing data), no segment finished for watcher.noWorkerTimeoutMs while no
+     worker was connected (the segments still queued are logged), internal error. A rerun
+     queues only what is not done yet.
+`;
+
+export const usageHint = `Run '${PROGRAM} --help' for usage.\n`;

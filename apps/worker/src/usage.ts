@@ -1,0 +1,90 @@
+/** What seglift-worker accepts and says about itself: its flags, its --help, its exit codes. */
+import { CODECS, describeSettings, type FlagOptions } from '@seglift/config';
+
+export const PROGRAM = 'seglift-worker';
+export const EXIT_OK = 0;
+export const EXIT_USAGE = 2;
+export const EXIT_RUNTIME = 3;
+
+export const OPTIONS = {
+  config: { type: 'string', short: 'c' },
+  root: { type: 'string', multiple: true },
+  'redis-url': { type: 'string' },
+  concurrency: { type: 'string' },
+  'log-level': { type: 'string' },
+  'exit-when-drained': { type: 'boolean' },
+  'idle-ms': { type: 'string' },
+  'redis-timeout-ms': { type: 'string' },
+  'metrics-port': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies FlagOptions;
+
+export const HELP = `Usage: seglift-worker [--exit-when-drained [--idle-ms MS]] [options]
+
+Converts the segments seglift-watcher queued on Redis (BullMQ), in place, as 'seglift migrate'
+would: magic 0/1 upconverted to v2, batches recompressed to the target codec, indexes rebuilt,
+each result verified against its original before a crash-safe swap. Every path is checked
+against the roots; a Redis lock per partition keeps two workers out of one partition. Start
+as many as the disks and cores allow, on every host that mounts the log dirs.
+
+Options:
+  -c, --config FILE        YAML or JSON config file (default $SEGLIFT_CONFIG)
+  --root DIR               a directory the worker may rewrite in (repeatable; replaces roots)
+  --redis-url URL          redis://[user:password@]host:port/db (redis.url)
+  --concurrency N          segments converted at once, one thread each (worker.concurrency)
+  --exit-when-drained      exit 0 once the queue has had no waiting, delayed or active job for
+                           --idle-ms (a Kubernetes work-queue Job); otherwise run until stopped
+  --idle-ms MS             with --exit-when-drained (default 30000)
+  --redis-timeout-ms MS    how long Redis may take to answer at start (default 60000), then exit 3
+  --metrics-port N         port of /metrics, /healthz, /readyz (metrics.port; default 9464 here,
+                           9465 for seglift-watcher, so both run on one host; 0: any free port)
+  --log-level L            fatal|error|warn|info|debug|trace|silent (log.level)
+  -h, --help               this text
+
+${describeSettings([
+  ['roots', 'where the worker may read and rewrite (at least one; --root)'],
+  ['codec', `target codec: ${CODECS.join('|')}, any case (zstd)`],
+  ['level', 'compression level (the codec default)'],
+  [
+    'grouping',
+    'coalesce (default): consecutive legacy records share batches; kafka: one batch per legacy entry',
+  ],
+  ['coalesceBytes', 'with coalesce: records per batch up to this many bytes (1048576)'],
+  ['maxBatchBytes', 'largest batch written (1048588)'],
+  ['onlyIfSmaller', 'keep a v2 batch in its codec when recompression would grow it (false)'],
+  ['indexIntervalBytes', "the topic's index.interval.bytes (4096)"],
+  ['segmentIndexBytes', "the topic's segment.index.bytes, for an archive's newest segment (10 MiB)"],
+  ['backupDir', 'copy every original here before replacing it (none)'],
+  ['limits.maxDecompressedBatchBytes', 'refuse a batch that decompresses to more (64 MiB)'],
+  ['limits.maxSegmentBytes', 'refuse a larger segment (2 GiB - 1)'],
+  ['readiness.requireRolled', 'true: refuse an active segment; false: an archive, every segment'],
+  ['redis.url', 'the queue (redis://127.0.0.1:6379)'],
+  ['queue.name', 'queue name (segments); the watcher must use the same'],
+  ['queue.prefix', 'Redis key prefix (seglift)'],
+  ['worker.concurrency', '--concurrency (CPU count)'],
+  ['worker.lockDurationMs', "a job's lock; a killed worker's job is redone after about this long (30000)"],
+  ['worker.stalledIntervalMs', 'how often stalled jobs are looked for (30000)'],
+  ['worker.maxStalledCount', 'stalls before a job fails (5)'],
+  ['worker.shutdownGraceMs', 'on SIGTERM, how long running conversions may finish (30000)'],
+  ['metrics.port', '--metrics-port'],
+  ['metrics.host', 'address the metrics server listens on (0.0.0.0)'],
+  ['log.level', '--log-level (info)'],
+  ['log.pretty', 'human-readable logs instead of JSON lines (false)'],
+])}
+
+A bad segment fails its job (format errors at once, passing I/O errors after worker.attempts
+tries) and is left exactly as it was; seglift-watcher --once --wait reports it. The worker's
+log line carries error.code, error.file, error.position and error.offset.
+
+SIGTERM/SIGINT: no new jobs; running conversions get worker.shutdownGraceMs to finish, then are
+aborted (temp files removed, originals untouched) and handed back to the queue.
+
+Exit codes (as seglift's):
+  0    stopped by SIGTERM/SIGINT as a daemon; with --exit-when-drained, the queue was drained
+  2    usage or configuration error (every problem listed), or the metrics port is in use
+  3    runtime error: Redis did not answer within --redis-timeout-ms, internal error
+  143  --exit-when-drained: stopped by SIGTERM (130: SIGINT) before the queue was drained,
+       after the graceful stop above
+`;
+
+export const usageHint = `Run '${PROGRAM} --help' for usage.\n`;

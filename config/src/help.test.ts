@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { describeSettings, metricsPortInUse, undocumentedFlags } from './help.js';
+
+describe('--help helpers', () => {
+  it('describeSettings names each setting with its variable, and refuses a setting no variable sets', () => {
+    const text = describeSettings([['metrics.port', 'where /metrics is served']]);
+    expect(text).toMatch(/^ {2}metrics\.port, SEGLIFT_METRICS_PORT\n {6}where \/metrics is served$/m);
+    expect(text).toContain('$SEGLIFT_CONFIG');
+    expect(() => describeSettings([['metrics.prot', 'x']])).toThrow(
+      /no environment variable sets metrics\.prot/,
+    );
+  });
+
+  it('undocumentedFlags lists the flags (long and short) a help text leaves out', () => {
+    const options = {
+      config: { type: 'string', short: 'c' },
+      once: { type: 'boolean' },
+      'redis-url': { type: 'string' },
+    } as const;
+    expect(undocumentedFlags(options, '  -c, --config FILE\n  --once [--wait]\n  --redis-url URL\n')).toEqual(
+      [],
+    );
+    // --once-more does not document --once; a bare 'c' is no -c.
+    expect(undocumentedFlags(options, '  c --config FILE\n  --once-more\n')).toEqual([
+      '-c',
+      '--once',
+      '--redis-url',
+    ]);
+  });
+
+  it('a metrics port in use is said with every way to change it', () => {
+    const m = metricsPortInUse('seglift-worker', '0.0.0.0', 9464);
+    expect(m).toContain('0.0.0.0:9464 is in use');
+    for (const way of ['--metrics-port', 'metrics.port', 'SEGLIFT_METRICS_PORT']) expect(m).toContain(way);
+  });
+});

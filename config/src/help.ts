@@ -1,0 +1,64 @@
+/**
+ * What a program's --help says about the settings it reads: each with the variable that sets it
+ * (ENV_VARS, the one mapping) and what it is for, so that the help never names a variable that
+ * does not exist.
+ */
+import type { FlagOptions } from './flags.js';
+import { CONFIG_FILE_ENV, ENV_VARS } from './load.js';
+import type { MetricsProgram } from './schema.js';
+
+/** `[setting, what it does]`; the setting must be one of ENV_VARS' paths. */
+export type SettingHelp = readonly [path: string, what: string];
+
+export function describeSettings(settings: readonly SettingHelp[]): string {
+  const lines: string[] = [];
+  for (const [path, what] of settings) {
+    const v = ENV_VARS.find((e) => e.path === path);
+    if (v === undefined) throw new Error(`no environment variable sets ${path}`);
+    lines.push(`  ${path}, ${v.env}`, ...wrap(what, 90).map((l) => `      ${l}`));
+  }
+  return [
+    `Settings it reads: defaults < config file (--config, else $${CONFIG_FILE_ENV}) < SEGLIFT_*`,
+    "environment < flags; 'seglift config print' shows the effective ones and where each came from.",
+    ...lines,
+  ].join('\n');
+}
+
+function wrap(text: string, width: number): string[] {
+  const out: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      out.push(line);
+      line = word;
+    } else line = line === '' ? word : `${line} ${word}`;
+  }
+  if (line !== '') out.push(line);
+  return out;
+}
+
+/**
+ * The error of a metrics port already taken, naming every way to set it: with the defaults a
+ * watcher and a worker do not collide, but two workers on one host, or one port set for both, do.
+ */
+export function metricsPortInUse(program: MetricsProgram, host: string, port: number): string {
+  return (
+    `${program}: the metrics port ${host}:${port} is in use (another seglift-worker or seglift-watcher ` +
+    'on this host?); give this one another: --metrics-port N, metrics.port in the config file or ' +
+    'SEGLIFT_METRICS_PORT (0: any free port, logged at start)'
+  );
+}
+
+/**
+ * The flags of `options` that `help` never mentions (`--name`, and `-x` for a short one): a
+ * program's --help must list every flag it accepts.
+ */
+export function undocumentedFlags(options: FlagOptions, help: string): string[] {
+  const missing: string[] = [];
+  for (const [name, spec] of Object.entries(options)) {
+    if (!new RegExp(`(^|[\\s,[])--${name}(?![\\w-])`, 'm').test(help)) missing.push(`--${name}`);
+    if (spec.short !== undefined && !new RegExp(`(^|[\\s,[])-${spec.short}(?![\\w-])`, 'm').test(help))
+      missing.push(`-${spec.short}`);
+  }
+  return missing;
+}

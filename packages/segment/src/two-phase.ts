@@ -1,0 +1,231 @@
+/**
+ * Two-phase migration (stage.ts has the stage dir and the identity rules):
+ * - `prepareStage`, broker running: every ready (rolled, non-active) segment is converted and
+ *   verified into the stage dir; nothing in the log dir is written, renamed or locked. A rerun
+ *   tops the stage up: segments staged from the file still in place are skipped, stale ones
+ *   (source replaced, deleted, other options) removed and staged again where the source exists.
+ * - `commitStage`, broker stopped: every eligible segment (migrate's plan) in place, with
+ *   `fromStage`: a staged segment still matching its source is linked in and swapped with
+ *   swap.ts's protocol (in this thread: no codec work), a stale one is discarded and the segment
+ *   converted as usual (the pool), as is every segment with nothing staged. Staged segments whose
+ *   source is gone are discarded, never brought back.
+ */
+
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { assertBackupDirOutside } from './backup.js';
+import type { SegmentFile } from './discovery.js';
+import { exists } from './fs-util.js';
+import { removeIfExists } from './fsops.js';
+import { acquireFileLock, isStaleLockTemp } from './lock.js';
+import { type MigrateOptions, type MigrateResult, plan, runConversions } from './migrate.js';
+import { SegmentFiles, STAGE_LOCK_NAME } from './names.js';
+import { findReadySegments } from './readiness.js';
+import { emptyReport, type SegmentReport, summarize } from './report.js';
+import {
+  discardStaged,
+  openStageDir,
+  readStageRecord,
+  type StageDir,
+  sameIdentity,
+  sourceIdentity,
+  sourcePartitionDir,
+  stagedBases,
+  stageOptionsKey,
+  stagePartitionDir,
+  stagePartitionDirs,
+  staleReason,
+} from './stage.js';
+
+export interface TwoPhaseOptions extends Omit<MigrateOptions, 'backupDir'> {
+  /** The stage directory (same filesystem as the log dir, outside it). */
+  stageDir: string;
+  /** Commit only: copy the originals to backupDir/<partition>/ before each swap. */
+  backupDir?: string;
+}
+
+export interface StageCounts {
+  /** Prepare: staged now. Commit: swapped in from the stage. */
+  staged: number;
+  /** Prepare: already staged from the file still in place (skipped). */
+  alreadyStaged: number;
+  /** Prepare: sources replaced or deleted while they were read (nothing staged for them). */
+  changed: number;
+  /** Staged segments removed: source gone, replaced, or staged with other options. */
+  discarded: number;
+  /** Commit: segments converted now (nothing staged, or a stale stage). */
+  convertedAtCommit: number;
+}
+
+export interface TwoPhaseResult extends MigrateResult {
+  stage: StageDir;
+  counts: StageCounts;
+}
+
+/**
+ * One prepare or commit per stage dir at a time: each removes staged files it finds unfinished,
+ * which would be another run's work in progress.
+ */
+async function withStageLock<T>(stage: StageDir, run: () => Promise<T>): Promise<T> {
+  const lock = await acquireFileLock(path.join(stage.root, STAGE_LOCK_NAME), 'stage dir');
+  try {
+    // Temp files of a dead run's lock taking (recoverLeftovers' rule for partition locks).
+    for (const n of await readdir(stage.root)) {
+      const p = path.join(stage.root, n);
+      if (n.startsWith(`${STAGE_LOCK_NAME}.`) && (await isStaleLockTemp(p))) await removeIfExists(p);
+    }
+    return await run();
+  } finally {
+    await lock.release().catch(() => {});
+  }
+}
+
+function counts(): StageCounts {
+  return { staged: 0, alreadyStaged: 0, changed: 0, discarded: 0, convertedAtCommit: 0 };
+}
+
+/**
+ * Removes what the stage holds for sources that no longer exist, and unfinished staged files
+ * (no record: an interrupted prepare). Returns how many staged segments were removed.
+ */
+async function pruneStage(stage: StageDir): Promise<number> {
+  let removed = 0;
+  for (const sp of await stagePartitionDirs(stage)) {
+    const pdir = sourcePartitionDir(stage, sp);
+    const { recorded, unrecorded } = await stagedBases(sp);
+    for (const base of unrecorded) await discardStaged(sp, base);
+    for (const base of recorded) {
+      if (await exists(new SegmentFiles(pdir, base).log)) continue;
+      // Retention deleted the source (or its partition is gone): never brought back.
+      await discardStaged(sp, base);
+      removed++;
+    }
+  }
+  return removed;
+}
+
+/** Converts and verifies every ready segment of `logDir` into the stage dir (broker running). */
+export async function prepareStage(logDir: string, options: TwoPhaseOptions): Promise<TwoPhaseResult> {
+  const stage = await openStageDir(options.stageDir, logDir, true);
+  return withStageLock(stage, () => prepare(stage, options));
+}
+
+async function prepare(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPhaseResult> {
+  const started = performance.now();
+  const c = counts();
+  c.discarded += await pruneStage(stage);
+  // The watcher's rules on a live broker's dir: rolled segments only.
+  const scan = await findReadySegments([stage.logDir], { requireRolled: true, quietMs: 0 });
+  const key = stageOptionsKey(options);
+  const todo: SegmentFile[] = [];
+  const spOf: string[] = [];
+  const skipped: SegmentReport[] = [];
+  const partitions = new Set<string>();
+  for (const s of scan.ready) {
+    const files = SegmentFiles.ofLog(s.path)!;
+    partitions.add(files.dir);
+    const sp = stagePartitionDir(stage, files.dir);
+    const record = await readStageRecord(sp, files.baseOffset);
+    if (record !== undefined) {
+      const stale = await staleReason(record, s.path, key, sp);
+      if (stale === undefined) {
+        const r = emptyReport(s.path);
+        r.result = 'skipped';
+        r.reason = 'already-staged';
+        r.stage = 'staged';
+        r.bytesIn = s.size;
+        skipped.push(r);
+        c.alreadyStaged++;
+        options.onSegment?.(r);
+        continue;
+      }
+      await discardStaged(sp, files.baseOffset);
+      c.discarded++;
+      if (stale === 'gone') continue;
+    }
+    todo.push({ path: s.path, baseOffset: files.baseOffset, size: s.size, mtimeMs: s.mtimeMs });
+    spOf.push(sp);
+  }
+  const { backupDir: _b, stageDir: _s, ...rest } = options;
+  const { results, mode, interrupted } = await runConversions(
+    { todo, optionsFor: (i) => ({ stageDir: spOf[i] }) },
+    rest,
+  );
+  for (const r of results) {
+    if (r.stage === 'staged') c.staged++;
+    else if (r.stage === 'changed' || r.stage === 'gone') c.changed++;
+  }
+  const all = [...skipped, ...results];
+  return {
+    reports: all,
+    summary: summarize(all, performance.now() - started),
+    partitions: partitions.size,
+    ignored: scan.ignored,
+    interrupted,
+    mode,
+    stage,
+    counts: c,
+  };
+}
+
+/**
+ * Swaps in what the stage holds and converts the rest (broker stopped): the same segments a plain
+ * migrate of `logDir` converts, with the same crash-safe swap.
+ */
+export async function commitStage(logDir: string, options: TwoPhaseOptions): Promise<TwoPhaseResult> {
+  const stage = await openStageDir(options.stageDir, logDir, false);
+  if (options.backupDir) await assertBackupDirOutside(options.backupDir, [logDir]);
+  return withStageLock(stage, () => commit(stage, options));
+}
+
+async function commit(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPhaseResult> {
+  const started = performance.now();
+  const c = counts();
+  c.discarded += await pruneStage(stage);
+  // Exactly what a plain migrate would convert (and leave).
+  const planned = await plan([stage.logDir], options);
+  for (const r of planned.skipped) options.onSegment?.(r);
+  const key = stageOptionsKey(options);
+  const { todo, skipped } = planned;
+  const spOf: string[] = [];
+  const fresh: boolean[] = [];
+  for (const s of todo) {
+    const sp = stagePartitionDir(stage, path.dirname(s.path));
+    const record = await readStageRecord(sp, s.baseOffset);
+    // Only to pick the thread: convertSegment checks it all (samples too) under the locks.
+    fresh.push(
+      record !== undefined &&
+        sameIdentity(await sourceIdentity(s.path), record.source) &&
+        JSON.stringify(record.options) === JSON.stringify(key),
+    );
+    spOf.push(sp);
+  }
+  const { stageDir: _s, ...rest } = options;
+  const { results, mode, interrupted } = await runConversions(
+    {
+      todo,
+      optionsFor: (i) => ({ inPlace: true, fromStage: spOf[i] }),
+      inMain: (i) => fresh[i],
+      partitionOf: (i) => spOf[i],
+    },
+    rest,
+  );
+  for (const r of results) {
+    if (r.stage === 'committed') c.staged++;
+    else {
+      if (r.stage === 'discarded') c.discarded++;
+      if (r.result === 'converted') c.convertedAtCommit++;
+    }
+  }
+  const all = [...skipped, ...results];
+  return {
+    reports: all,
+    summary: summarize(all, performance.now() - started),
+    partitions: planned.partitions,
+    ignored: planned.ignored,
+    interrupted,
+    mode,
+    stage,
+    counts: c,
+  };
+}
