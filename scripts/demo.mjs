@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The main job on bundled sample data: copy samples/kafka-logs (magic 0/1 message sets, gzip and
 // snappy wrappers, v2 gzip batches) to .demo/, audit it, migrate it to zstd in place (embedded,
-// no Redis), verify every converted segment, and audit again. The committed samples are never
+// no Redis; every segment, as for a stopped broker), verify every converted segment, and audit again. The committed samples are never
 // modified.
 import { spawnSync } from 'node:child_process';
 import { cpSync, readdirSync, rmSync } from 'node:fs';
@@ -25,7 +25,9 @@ function seglift(...args) {
 }
 
 seglift('audit', work);
-seglift('migrate', work, '--codec', 'zstd', '--backup-dir', join(root, '.demo/backup'));
+// A copy, not a live broker's directory: the newest segment of each partition is migrated too
+// (--include-active), as for a stopped broker before a Kafka 4 upgrade.
+seglift('migrate', work, '--codec', 'zstd', '--include-active', '--backup-dir', join(root, '.demo/backup'));
 const converted = [];
 for (const dir of readdirSync(work)) {
   for (const f of readdirSync(join(work, dir))) if (f.endsWith('.log')) converted.push(join(work, dir, f));

@@ -535,10 +535,13 @@ export async function audit(
             : '; active segments are left alone (--include-active to count them).') +
         (noRewrite > 0 ? ` ${count(noRewrite, 'segment is', 'segments are')} ${codec} v2 already.` : ''),
     );
-    for (const d of disks) ctx.out.line(diskLine(d, disks.length > 1, options.backupDir));
-    ctx.out.line(
-      `migrate --prepare needs about ${formatBytes(total.stageBytes)} in its stage dir (the estimate above for the rolled segments it would rewrite, with their indexes; an estimate, not a bound: recompression can grow data).`,
-    );
+    // Nothing to rewrite: no disk or stage figures to read.
+    if (total.convertSegments > 0) {
+      for (const d of disks) ctx.out.line(diskLine(d, disks.length > 1, options.backupDir));
+      ctx.out.line(
+        `migrate --prepare needs about ${formatBytes(total.stageBytes)} in its stage dir (the estimate above for the rolled segments it would rewrite, with their indexes; an estimate, not a bound: recompression can grow data).`,
+      );
+    }
     for (const line of codecChoiceLines(choices)) ctx.out.line(line);
     for (const i of ignored) ctx.out.line(`passed over ${i.dir}: ${i.reason}`);
     ctx.out.line(readinessLine(total));
