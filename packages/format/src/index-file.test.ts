@@ -219,3 +219,98 @@ describe('SegmentIndexBuilder (LogSegment.recover semantics)', () => {
     expect([o.length, t.length]).toEqual([36, 24]);
   });
 });
+
+describe('SegmentIndexBuilder: limits and errors (killing mutants of index-file.ts)', () => {
+  it('grows past its first buffer: hundreds of entries, every one as appended', () => {
+    const b = new SegmentIndexBuilder(1000n, { indexIntervalBytes: 0 });
+    const n = 300;
+    for (let i = 0; i < n; i++) b.append(i * 10, 10, 1000n + BigInt(i), BigInt(i + 1));
+    const { offsetIndex, timeIndex } = b.finish();
+    // The first entry is at position 0, never more than 0 bytes past the last indexed one.
+    const offsets = decodeOffsetIndex(offsetIndex, 1000n);
+    expect(offsets.length).toBe(n - 1);
+    expect(offsets.at(-1)).toEqual({ offset: 1000n + BigInt(n - 1), position: (n - 1) * 10 });
+    expect(offsets.every((e, i) => e.offset === 1001n + BigInt(i) && e.position === (i + 1) * 10)).toBe(true);
+    const times = decodeTimeIndex(timeIndex, 1000n);
+    expect(times.length).toBe(n - 1);
+    expect(times.at(-1)).toEqual({ timestamp: BigInt(n), offset: 1000n + BigInt(n - 1) });
+  });
+
+  it('refuses an interval that is not a non-negative integer', () => {
+    for (const bad of [-1, 1.5, Number.NaN]) {
+      expect(() => new SegmentIndexBuilder(0n, { indexIntervalBytes: bad })).toThrow(InvalidArgumentError);
+      expect(() => new SegmentIndexBuilder(0n, { indexIntervalBytes: bad })).toThrow(
+        /^bad indexIntervalBytes/,
+      );
+    }
+    expect(new SegmentIndexBuilder(0n, { indexIntervalBytes: 0 }).indexIntervalBytes).toBe(0);
+  });
+
+  it('errors say what and where', () => {
+    const b = new SegmentIndexBuilder(100n);
+    expect(() => b.append(0, 10, 99n, 1n)).toThrow(
+      expect.objectContaining({
+        position: 0,
+        offset: 99n,
+        message: expect.stringMatching(/^offset 99 does not fit/),
+      }),
+    );
+    b.append(0, 10, 100n, 1n);
+    expect(() => b.append(5, 10, 101n, 1n)).toThrow(
+      /^entries must be appended in file order: got position 5, expected 10/,
+    );
+    const c = new SegmentIndexBuilder(0n, { indexIntervalBytes: 0 });
+    c.append(0, 10, 5n, 1n);
+    c.append(10, 10, 9n, 2n);
+    expect(() => c.append(20, 10, 9n, 3n)).toThrow(
+      expect.objectContaining({
+        position: 20,
+        offset: 9n,
+        message: expect.stringMatching(/^offset 9 is not larger/),
+      }),
+    );
+    c.finish();
+    expect(() => c.append(30, 10, 10n, 4n)).toThrow(/^SegmentIndexBuilder already finished/);
+    expect(() => decodeOffsetIndex(new Uint8Array(13), 0n)).toThrow(
+      expect.objectContaining({
+        position: 8,
+        message: expect.stringMatching(/^offset index size 13 is not a multiple of 8/),
+      }),
+    );
+    expect(() => timeIndexView(new Uint8Array(25), 0n)).toThrow(
+      expect.objectContaining({
+        position: 24,
+        message: expect.stringMatching(/^time index size 25 is not a multiple of 12/),
+      }),
+    );
+    expect(() => offsetIndexView(new Uint8Array(9), 0n)).toThrow(CorruptRecordError);
+    expect(() => decodeTimeIndex(new Uint8Array(13), 0n)).toThrow(
+      /^time index size 13 is not a multiple of 12/,
+    );
+  });
+
+  it("a time entry may not point below the last one's offset (an unindexed entry with a higher offset set it)", () => {
+    // Interval 0: every entry but the one at position 0 is indexed.
+    const b = new SegmentIndexBuilder(0n, { indexIntervalBytes: 0 });
+    b.append(0, 10, 50n, 9n); // not indexed, but the largest timestamp so far: offset 50
+    b.append(10, 10, 40n, 1n); // indexed: time entry (9, 50)
+    expect(() => b.append(20, 10, 45n, 10n)).toThrow(
+      expect.objectContaining({
+        position: 20,
+        offset: 45n,
+        message: expect.stringMatching(/^time index offset 45 is below the last entry's offset 50/),
+      }),
+    );
+  });
+
+  it('views decode relative offsets as stored', () => {
+    const b = new SegmentIndexBuilder(50n, { indexIntervalBytes: 0 });
+    b.append(0, 10, 50n, 7n);
+    b.append(10, 10, 57n, 8n);
+    const { offsetIndex, timeIndex } = b.finish();
+    const ov = offsetIndexView(offsetIndex, 50n);
+    expect([ov.length, ov.relativeOffset(0), ov.offset(0), ov.position(0)]).toEqual([1, 7, 57n, 10]);
+    const tv = timeIndexView(timeIndex, 50n);
+    expect([tv.length, tv.timestamp(0), tv.relativeOffset(0), tv.offset(0)]).toEqual([1, 8n, 7, 57n]);
+  });
+});

@@ -69,10 +69,13 @@ export async function backupOriginals(
       // sits under the original's name where it would pass for a backup.
       const partial = `${to}${TMP_SUFFIX}`;
       const owner = await ownershipOf(src);
-      await copyFileSynced(src, partial, owner.mode);
-      await applyOwnership(partial, owner);
       const st = await stat(src);
-      await utimes(partial, st.atime, suffix === LOG_SUFFIX ? new Date(mtimeMs) : st.mtime);
+      await copyFileSynced(src, partial, owner.mode, {
+        finish: async (f) => {
+          await applyOwnership(f, owner);
+          await utimes(f, st.atime, suffix === LOG_SUFFIX ? new Date(mtimeMs) : st.mtime);
+        },
+      });
       written.push(to);
       await rename(partial, to);
     }

@@ -299,12 +299,16 @@ export async function writeWholeFile(
   }
 }
 
-/** Streaming copy, fsynced: for backups and `.swap` copies of files we do not rewrite. */
+/**
+ * Streaming copy, fsynced: for backups and `.swap` copies of files we do not rewrite. `finish`
+ * (owner, mode, times) runs before the fsync, so the copy's metadata is as durable as its bytes
+ * before any rename gives it a name that counts.
+ */
 export async function copyFileSynced(
   from: string,
   to: string,
   mode = 0o644,
-  chunkSize = 4 << 20,
+  { chunkSize = 4 << 20, finish }: { chunkSize?: number; finish?: (p: string) => Promise<void> } = {},
 ): Promise<void> {
   const src = await open(from, 'r');
   try {
@@ -318,6 +322,7 @@ export async function copyFileSynced(
         await writeAll(dst, to, buf.subarray(0, bytesRead), pos);
         pos += bytesRead;
       }
+      await finish?.(to);
       await syncHandle(dst, to);
     } finally {
       await dst.close();

@@ -3,14 +3,16 @@
  * Kafka's (or anybody else's) is never touched and stops the swap. The crash matrix is in
  * crash.test.ts; these are the states a crash alone does not make.
  */
-import { readFile, rename, stat, truncate, utimes, writeFile } from 'node:fs/promises';
+import { appendFile, readFile, rename, rm, stat, truncate, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
+import { type FsOp, observeFsOps } from './fsops.js';
 import { recoverLeftovers } from './leftovers.js';
-import { acquireSegmentLock } from './lock.js';
+import { acquireSegmentLock, lockPathFor } from './lock.js';
 import { crashAfterOp, killLocks, stepOf } from './test-support/crash.js';
+import { partition } from './test-support/crash-partition.js';
 import { mixedSegment, tmpDir, writeSegment } from './test-support/fixtures.js';
 import { ls, mtime, sha256 } from './test-support/helpers.js';
 import { recoveryIndexes } from './test-support/independent.js';
@@ -151,6 +153,7 @@ describe('recoverLeftovers', () => {
     const r = await recoverLeftovers(pdir);
     expect(r.completed).toEqual([]);
     expect(r.foreignSwaps).toEqual([`${BASE}.log.swap`, `${BASE}.timeindex.swap`, `${BASE}.txnindex.swap`]);
+    expect(r.removed).toContain(`${BASE}.seglift-swap`);
     expect((await convertSegment(log, { codec: 'zstd', inPlace: true })).error?.code).toBe('KAFKA_LEFTOVERS');
   });
 
@@ -164,6 +167,129 @@ describe('recoverLeftovers', () => {
     );
     expect(await ls(pdir)).toContain(`${BASE}.seglift-swap`);
     expect(await ls(pdir)).toContain(`${BASE}.log.swap`);
+  });
+
+  // The same check for each name a verified file of ours has before it is in place: under its temp
+  // name (the original still in place) and as `.index.swap` (the new log beside it).
+  for (const [step, file, change] of [
+    ['rename .timeindex.swap', `${BASE}.log.seglift-tmp`, 'truncated'],
+    ['rename .index.swap', `${BASE}.index.swap`, 'appended to'],
+  ] as const) {
+    it(`our ${file.slice(BASE.length)} ${change} after the marker: left for an operator, nothing renamed or deleted`, async () => {
+      const { log, pdir } = await setup();
+      await crashAt(log, step);
+      const f = path.join(pdir, file);
+      if (change === 'truncated') await truncate(f, (await stat(f)).size - 1);
+      else await appendFile(f, Buffer.alloc(8));
+      // (The crashed run's stale locks are taken over and go; everything else stays.)
+      const files = async () => (await ls(pdir)).filter((n) => !n.includes('.lock'));
+      const before = await files();
+      const hashes = await Promise.all(before.map((n) => sha256(path.join(pdir, n))));
+      await expect(recoverLeftovers(pdir)).rejects.toMatchObject({ file: f });
+      await expect(recoverLeftovers(pdir)).rejects.toThrow(
+        new RegExp(
+          `${file.slice(BASE.length).replaceAll('.', '\\.')} of an interrupted swap has \\d+ bytes where \\d+ were verified`,
+        ),
+      );
+      expect(await files()).toEqual(before);
+      expect(await Promise.all(before.map((n) => sha256(path.join(pdir, n))))).toEqual(hashes);
+      // A conversion refuses too, before touching anything.
+      expect((await convertSegment(log, { codec: 'zstd', inPlace: true })).result).not.toBe('converted');
+      expect(await files()).toEqual(before);
+    });
+  }
+
+  it("converting one segment first completes another segment's crashed swap, whose lock is gone", async () => {
+    const part = await partition();
+    const [a, b] = part.prefixes.map((p) => path.join(part.pdir, `${p}.log`));
+    await crashAt(b, 'rename .log.swap');
+    // The crashed run's segment lock went too (an operator removed it): no lock, no holder.
+    await rm(lockPathFor(b));
+    const r = await convertSegment(a, { codec: 'zstd', inPlace: true });
+    expect(r.result).toBe('converted');
+    const names = await ls(part.pdir);
+    expect(names.filter((n) => n.endsWith('.swap') || n.includes('seglift-'))).toEqual([]);
+    expect((await convertSegment(b, { codec: 'zstd', inPlace: true })).reason).toMatch(/already/);
+  });
+
+  it('a crash right after each step of the swap: recovery ends with the verified conversion in place', async () => {
+    // What an uncrashed conversion of the same segment leaves.
+    const clean = await setup();
+    expect((await convertSegment(clean.log, { codec: 'zstd', inPlace: true })).result).toBe('converted');
+    const expected = Object.fromEntries(
+      await Promise.all(
+        (await ls(clean.pdir)).map(async (n) => [n, await sha256(path.join(clean.pdir, n))] as const),
+      ),
+    );
+    const steps = [
+      'rename .seglift-swap',
+      'rename .txnindex.swap',
+      'unlink .index',
+      'rename .timeindex.swap',
+      'rename .log.swap',
+      'rename .index.swap',
+      'rename .log',
+      'rename .timeindex',
+      'rename .index',
+      'rename .txnindex',
+    ];
+    for (const step of steps) {
+      const { log, pdir } = await setup();
+      await crashAt(log, step);
+      const r = await recoverLeftovers(pdir);
+      expect(r, step).toMatchObject({ completed: [BASE], abandoned: [], foreignSwaps: [] });
+      const now = Object.fromEntries(
+        await Promise.all(
+          (await ls(pdir))
+            .filter((n) => !n.endsWith('.lock'))
+            .map(async (n) => [n, await sha256(path.join(pdir, n))] as const),
+        ),
+      );
+      // (The crashed run's stale segment lock stays until the next run takes it over.)
+      expect(now, step).toEqual(expected);
+      expect(await mtime(log), step).toBe(OLD.getTime());
+    }
+  });
+
+  it('a swap under temp names is given up when the original changed, an index of ours is gone, or a copy is not ours', async () => {
+    const cases: [string, (pdir: string, log: string) => Promise<void>][] = [
+      [
+        'the original log rewritten (a cleaner)',
+        async (_, log) => {
+          await writeFile(`${log}.cleaner`, await readFile(log));
+          await rename(`${log}.cleaner`, log);
+        },
+      ],
+      ['our .index gone', (pdir) => rm(path.join(pdir, `${BASE}.index.seglift-tmp`))],
+      ['our .timeindex gone', (pdir) => rm(path.join(pdir, `${BASE}.timeindex.seglift-tmp`))],
+      [
+        'a .txnindex.swap that is not our copy',
+        (pdir) => writeFile(path.join(pdir, `${BASE}.txnindex.swap`), Buffer.alloc(68, 7)),
+      ],
+    ];
+    for (const [what, change] of cases) {
+      const { log, pdir } = await setup();
+      const before = await sha256(log);
+      await crashAt(log, 'rename .txnindex.swap');
+      await change(pdir, log);
+      const logNow = await sha256(log);
+      const r = await recoverLeftovers(pdir);
+      expect(r, what).toMatchObject({ completed: [], abandoned: [BASE] });
+      expect(await sha256(log), what).toBe(logNow);
+      const left = (await ls(pdir)).filter((n) => n.includes('seglift') && !n.includes('.lock'));
+      expect(left, what).toEqual([]);
+      if (what.startsWith('our')) expect(logNow).toBe(before);
+    }
+  });
+
+  it("a .swap file under one of our names with another inode is somebody else's: not checked, renamed or deleted", async () => {
+    const { log, pdir } = await setup();
+    await crashAt(log, 'rename .txnindex');
+    const theirs = Buffer.alloc(24, 9);
+    await writeFile(path.join(pdir, `${BASE}.index.swap`), theirs);
+    const r = await recoverLeftovers(pdir);
+    expect(r).toMatchObject({ completed: [BASE], foreignSwaps: [`${BASE}.index.swap`] });
+    expect(await readFile(path.join(pdir, `${BASE}.index.swap`))).toEqual(theirs);
   });
 
   it('a marker left after the renames re-applies the mtime only while the .log is the file seglift wrote', async () => {
@@ -191,5 +317,144 @@ describe('recoverLeftovers', () => {
     const r = await recoverLeftovers(pdir);
     expect(r.foreignSwaps).toContain(`${BASE}.txnindex.swap`);
     expect(await readFile(path.join(pdir, `${BASE}.txnindex.swap`))).toEqual(kafkas);
+  });
+});
+
+describe('recoverLeftovers: locks, scope, durability', () => {
+  const live = () => JSON.stringify({ pid: process.pid, host: os.hostname(), token: 'live', startedAt: '' });
+
+  it('takes the partition lock only with a swap to complete (or a stale partition lock to clear)', async () => {
+    const { log, pdir } = await setup();
+    const partitionLock = path.join(pdir, 'seglift.partition.lock');
+    const aborted = AbortSignal.abort();
+    // Another run swaps right now: recovery with nothing to complete does not wait for it.
+    await writeFile(partitionLock, live());
+    await writeFile(path.join(pdir, `${BASE}.log.seglift-tmp`), 'x');
+    expect((await recoverLeftovers(pdir, { signal: aborted })).removed).toEqual([`${BASE}.log.seglift-tmp`]);
+    // A swap to complete: it waits for the partition lock (here: until aborted), touching nothing.
+    await rm(partitionLock);
+    await crashAt(log, 'rename .log.swap');
+    await writeFile(partitionLock, live());
+    const before = await ls(pdir);
+    await expect(recoverLeftovers(pdir, { signal: aborted })).rejects.toThrow(/abort/i);
+    expect(await ls(pdir)).toEqual(before);
+    // ... unless the swap is another segment's and only this one is asked for.
+    expect((await recoverLeftovers(pdir, { signal: aborted, baseOffset: 100n })).completed).toEqual([]);
+    expect(await ls(pdir)).toEqual(before);
+    // A stale partition lock (a dead run on this host) is cleared even with nothing else to do.
+    await rm(partitionLock);
+    const done = await recoverLeftovers(pdir);
+    expect(done.completed).toEqual([BASE]);
+    await writeFile(
+      partitionLock,
+      JSON.stringify({ pid: 2 ** 22 + 11, host: os.hostname(), token: 'd', startedAt: '' }),
+    );
+    await recoverLeftovers(pdir);
+    expect(await ls(pdir)).not.toContain('seglift.partition.lock');
+  });
+
+  it('only the segment asked for; a live lock temp of the partition and unlocked segments without leftovers are not touched', async () => {
+    const { pdir } = await setup();
+    await writeFile(path.join(pdir, `${BASE}.log.seglift-tmp`), 'x');
+    await writeFile(path.join(pdir, '00000000000000000100.log.seglift-tmp'), 'y');
+    const pending = `seglift.partition.lock.${os.hostname()}.${process.pid}.0f8fad5b-d9cb-469f-a165-70867728950e.seglift-tmp`;
+    await writeFile(path.join(pdir, pending), '{"pid":');
+    const held = await acquireSegmentLock(path.join(pdir, '00000000000000000200.log'));
+    const r = await recoverLeftovers(pdir, { baseOffset: 100n });
+    expect(r).toMatchObject({ removed: ['00000000000000000100.log.seglift-tmp'], locked: [] });
+    expect(await ls(pdir)).toEqual(expect.arrayContaining([`${BASE}.log.seglift-tmp`, pending]));
+    await held.release();
+  });
+
+  it("a locked segment's swap files are its own, not foreign", async () => {
+    const { log, pdir } = await setup();
+    const run = await crashAfterOp(
+      (op) => stepOf(op) === 'rename .log.swap',
+      () => [convertSegment(log, { codec: 'zstd', inPlace: true })],
+    );
+    expect(run.crashed).toBe(true);
+    // The segment lock names this (live) process: the run that holds it is still going (between
+    // two swaps: it holds no partition lock).
+    await rm(path.join(pdir, 'seglift.partition.lock'));
+    const r = await recoverLeftovers(pdir);
+    expect(r).toMatchObject({ locked: [BASE], foreignSwaps: [], completed: [] });
+  });
+
+  it('a recovery that changed the directory fsyncs it last; one with nothing to do changes nothing', async () => {
+    const { pdir } = await setup();
+    const ops: FsOp[] = [];
+    const stop = observeFsOps((op) => ops.push(op));
+    try {
+      await recoverLeftovers(pdir);
+      expect(ops).toEqual([]);
+      await writeFile(path.join(pdir, `${BASE}.log.seglift-tmp`), 'x');
+      await recoverLeftovers(pdir);
+      expect(ops.map((op) => op.kind)).toEqual(['unlink', 'fsync-dir']);
+    } finally {
+      stop();
+    }
+  });
+
+  it('Kafka leftovers stop a conversion before any work; one appearing before the swap stops the swap', async () => {
+    const { log, pdir } = await setup();
+    const cleaned = path.join(pdir, `${BASE}.log.cleaned`);
+    await writeFile(cleaned, 'kafka');
+    const ops: FsOp[] = [];
+    const stop = observeFsOps((op) => ops.push(op));
+    let r: Awaited<ReturnType<typeof convertSegment>>;
+    try {
+      r = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    } finally {
+      stop();
+    }
+    expect(r.error?.code).toBe('KAFKA_LEFTOVERS');
+    expect(r.reason).toMatch(/start the broker once and stop it cleanly/);
+    expect(ops.filter((op) => /\.(log|index|timeindex)\.seglift-tmp$/.test(op.path))).toEqual([]);
+    await rm(cleaned);
+    const late = await convertSegment(log, {
+      codec: 'zstd',
+      inPlace: true,
+      testHooks: { beforeVerify: () => writeFile(cleaned, 'kafka') },
+    });
+    expect(late.error?.code).toBe('KAFKA_LEFTOVERS');
+    expect(late.reason).toMatch(/deletes segment files by offset range/);
+    expect((await ls(pdir)).filter((n) => n.includes('seglift') && !n.endsWith('.lock'))).toEqual([]);
+  });
+
+  it("another segment's unfinished swap (its run alive) stops this swap", async () => {
+    const { log, pdir } = await setup();
+    const other = path.join(pdir, '00000000000000000100.log');
+    let held: Awaited<ReturnType<typeof acquireSegmentLock>> | undefined;
+    const r = await convertSegment(log, {
+      codec: 'zstd',
+      inPlace: true,
+      testHooks: {
+        beforeVerify: async () => {
+          held = await acquireSegmentLock(other);
+          await writeFile(path.join(pdir, '00000000000000000100.seglift-swap'), '{}');
+        },
+      },
+    });
+    expect(r.error?.code).toBe('LOCKED');
+    expect(r.reason).toMatch(
+      /another run's swap in this partition is unfinished \(00000000000000000100\.seglift-swap\)/,
+    );
+    await held?.release();
+  });
+
+  it('a conversion waiting for the partition lock stops when aborted', async () => {
+    const { log, pdir } = await setup();
+    await writeFile(path.join(pdir, 'seglift.partition.lock'), live());
+    const abort = new AbortController();
+    // Aborted once the segment lock is taken: the wait for the partition lock is what it stops.
+    const stop = observeFsOps((op) => {
+      if (op.kind === 'link' && op.path.endsWith('.log.seglift.lock')) abort.abort();
+    });
+    try {
+      const r = await convertSegment(log, { codec: 'zstd', inPlace: true, signal: abort.signal });
+      expect(r.aborted).toBe(true);
+    } finally {
+      stop();
+    }
   });
 });

@@ -228,8 +228,9 @@ export async function rollForward(seg: SegmentFiles, marker: SwapMarker): Promis
       await removeIfExists(seg.tmp(suffix));
       if (await exists(seg.swap(suffix))) continue;
       const owner = await ownershipOf(seg.file(suffix));
-      await copyFileSynced(seg.file(suffix), seg.tmp(suffix), owner.mode);
-      await applyOwnership(seg.tmp(suffix), owner);
+      await copyFileSynced(seg.file(suffix), seg.tmp(suffix), owner.mode, {
+        finish: (f) => applyOwnership(f, owner),
+      });
       await rename(seg.tmp(suffix), seg.swap(suffix));
     }
     await fsyncDir(seg.dir);

@@ -1,0 +1,53 @@
+// Mutation testing of the safety core (docs/reliability.md, "Mutation testing"). Not part of
+// `pnpm test`: `pnpm test:mutation` (scripts/mutation.mjs) runs Stryker once per file, which keeps
+// each run bounded on a small machine; SEGLIFT_MUTATE names the one file of a run.
+import path from 'node:path';
+
+/**
+ * Each file of the safety core and the tests run against its mutants: the in-process tests that
+ * exercise it and finish in seconds (vitest.mutation.config.ts). Left out: crash.test.ts (minutes
+ * per run, rerun for every covered mutant), the fuzz suites of the pipeline, and tests of the
+ * built dist/ (a mutant of src/ never reaches them).
+ */
+const seg = (...names) => names.map((n) => `packages/segment/src/${n}.test.ts`);
+export const TESTS_FOR = {
+  'packages/segment/src/swap.ts': seg('swap', 'leftovers', 'durability', 'convert', 'concurrency'),
+  'packages/segment/src/leftovers.ts': seg('leftovers', 'durability', 'convert', 'concurrency'),
+  'packages/segment/src/lock.ts': seg('lock', 'leftovers', 'concurrency', 'durability'),
+  'packages/segment/src/verify.ts': seg('verify', 'faults', 'convert'),
+  'packages/segment/src/convert.ts': seg('convert', 'faults', 'leftovers', 'durability'),
+  'packages/legacy/src/upconvert.ts': ['packages/legacy/src/upconvert.test.ts'],
+  'packages/format/src/index-file.ts': [
+    'packages/format/src/index-file.test.ts',
+    'packages/format/src/index-file.fuzz.test.ts',
+    ...seg('verify', 'convert'),
+  ],
+};
+export const SAFETY_CORE = Object.keys(TESTS_FOR);
+
+const one = process.env.SEGLIFT_MUTATE;
+const name = one ? path.basename(one, '.ts') : 'all';
+
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+export default {
+  packageManager: 'pnpm',
+  testRunner: 'vitest',
+  vitest: { configFile: 'vitest.mutation.config.ts', related: false },
+  plugins: ['@stryker-mutator/vitest-runner'],
+  mutate: one ? [one] : SAFETY_CORE,
+  coverageAnalysis: 'perTest',
+  // Mutants of module-level constants would need every test rerun per mutant.
+  ignoreStatic: true,
+  concurrency: 1,
+  // A mutant that makes a test hang (a lock wait that never ends) is a timeout: detected.
+  timeoutMS: 10_000,
+  // Reruns test only the mutants whose code or covering tests changed.
+  incremental: true,
+  incrementalFile: `reports/mutation/${name}.incremental.json`,
+  reporters: ['clear-text', 'progress-append-only', 'json', 'html'],
+  jsonReporter: { fileName: `reports/mutation/${name}.json` },
+  htmlReporter: { fileName: `reports/mutation/${name}.html` },
+  thresholds: { high: 90, low: 85, break: 85 },
+  ignorePatterns: ['/e2e', '/bench', '/samples', '/deploy', '/docs', '/apps'],
+  tempDirName: `.stryker-tmp`,
+};
