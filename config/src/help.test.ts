@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeSettings, metricsPortInUse, undocumentedFlags } from './help.js';
+import { describeSettings, metricsPortInUse, undocumentedFlags, usageProblems } from './help.js';
 
 describe('--help helpers', () => {
   it('describeSettings names each setting with its variable, and refuses a setting no variable sets', () => {
@@ -32,5 +32,23 @@ describe('--help helpers', () => {
     const m = metricsPortInUse('seglift-worker', '0.0.0.0', 9464);
     expect(m).toContain('0.0.0.0:9464 is in use');
     for (const way of ['--metrics-port', 'metrics.port', 'SEGLIFT_METRICS_PORT']) expect(m).toContain(way);
+  });
+});
+
+describe('usageProblems', () => {
+  it('names an undocumented flag, an unlisted exit code, an unknown variable and a missing setting', () => {
+    const usage = {
+      OPTIONS: { root: { type: 'string' }, once: { type: 'boolean' } },
+      HELP: 'Usage: x --root DIR\n\nSettings:\n  roots, SEGLIFT_ROOTS, SEGLIFT_ROOOTS\n\nExit codes:\n  0 ok\n  2 usage\n',
+      EXIT_OK: 0,
+      EXIT_USAGE: 2,
+      EXIT_RUNTIME: 3,
+    } as const;
+    expect(usageProblems(usage, ['roots', 'redis.url'])).toEqual([
+      'undocumented flag --once',
+      'exit code 3 not listed',
+      'no such variable SEGLIFT_ROOOTS',
+      'setting redis.url not described',
+    ]);
   });
 });

@@ -62,3 +62,25 @@ export function undocumentedFlags(options: FlagOptions, help: string): string[] 
   }
   return missing;
 }
+
+/**
+ * What is wrong with a program's usage module (its OPTIONS, HELP and EXIT_* codes), as a list of
+ * problems: a flag the help never mentions, an exit code it does not list under "Exit codes", a
+ * SEGLIFT_* variable that does not exist, one of `settings` it does not describe.
+ */
+export function usageProblems(usage: Record<string, unknown>, settings: readonly string[]): string[] {
+  const help = String(usage.HELP);
+  const problems = undocumentedFlags(usage.OPTIONS as FlagOptions, help).map((f) => `undocumented flag ${f}`);
+  const codes = Object.entries(usage)
+    .filter(([k]) => k.startsWith('EXIT_'))
+    .map(([, v]) => v as number);
+  if (codes.length < 3) problems.push(`only ${codes.length} exit codes defined`);
+  const exitSection = help.slice(help.indexOf('Exit codes'));
+  for (const c of codes)
+    if (!new RegExp(`^ {2}${c} `, 'm').test(exitSection)) problems.push(`exit code ${c} not listed`);
+  const known = new Set([...ENV_VARS.map((v) => v.env), CONFIG_FILE_ENV]);
+  for (const v of help.match(/SEGLIFT_[A-Z_]+/g) ?? [])
+    if (!known.has(v)) problems.push(`no such variable ${v}`);
+  for (const s of settings) if (!help.includes(`  ${s}, `)) problems.push(`setting ${s} not described`);
+  return problems;
+}

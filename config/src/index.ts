@@ -1,6 +1,12 @@
 export { ConfigError, type ConfigProblem } from './errors.js';
 export { FlagError, type FlagOptions, nearest, type ParsedFlags, parseFlags } from './flags.js';
-export { describeSettings, metricsPortInUse, type SettingHelp, undocumentedFlags } from './help.js';
+export {
+  describeSettings,
+  metricsPortInUse,
+  type SettingHelp,
+  undocumentedFlags,
+  usageProblems,
+} from './help.js';
 export {
   CONFIG_FILE_ENV,
   ENV_VARS,
