@@ -152,6 +152,23 @@ needs(redisServer, dist).describe('seglift-worker on the real pipeline with Redi
     };
   }
 
+  /**
+   * A worker converting a segment of 4,000 v1 messages, held right after its temp .log is created
+   * (see hold) with the partition's lease taken: the state each lease and shutdown test starts from.
+   */
+  async function heldConversion(env: Record<string, string>) {
+    const s = await setup('v1', 4_000, 150, env);
+    const held = hold(s);
+    const w = startWorkerProcess(s, held.env);
+    const job = await enqueue(s);
+    await until(
+      async () => underWay(s) && (await conn.get(lockKey(s))) !== null,
+      60_000,
+      'a conversion to start',
+    );
+    return { s, held, w, job };
+  }
+
   const underWay = (s: Setup) => readdirSync(s.dir).some((f) => f.endsWith('.seglift-tmp'));
   const leftovers = (s: Setup) => readdirSync(s.dir).filter((f) => LEFTOVER.test(f));
   const lockKey = (s: Setup) => partitionLeaseKey(s.config, s.dir);
@@ -184,15 +201,7 @@ needs(redisServer, dist).describe('seglift-worker on the real pipeline with Redi
 
   it('renews the partition lock past its TTL and takes it again when the key vanished mid-conversion', async () => {
     // Lock TTL 1 s, renewed every 333 ms; the conversion held until the re-take was seen.
-    const s = await setup('v1', 4_000, 150, { SEGLIFT_WORKER_LOCK_DURATION_MS: '1000' });
-    const held = hold(s);
-    const w = startWorkerProcess(s, held.env);
-    const job = await enqueue(s);
-    await until(
-      async () => underWay(s) && (await conn.get(lockKey(s))) !== null,
-      60_000,
-      'a conversion to start',
-    );
+    const { s, held, w, job } = await heldConversion({ SEGLIFT_WORKER_LOCK_DURATION_MS: '1000' });
     const token = await conn.get(lockKey(s));
     const seenAt = Date.now();
     // Renewed: still held with the same token past the 1 s TTL.
@@ -217,15 +226,7 @@ needs(redisServer, dist).describe('seglift-worker on the real pipeline with Redi
   }, 180_000);
 
   it('a lock lost to another holder, seen by the renewal, aborts the conversion: nothing swapped; the job converts once the partition is free', async () => {
-    const s = await setup('v1', 4_000, 150, { SEGLIFT_WORKER_LOCK_DURATION_MS: '1000' });
-    const held = hold(s);
-    const w = startWorkerProcess(s, held.env);
-    const job = await enqueue(s);
-    await until(
-      async () => underWay(s) && (await conn.get(lockKey(s))) !== null,
-      60_000,
-      'a conversion to start',
-    );
+    const { s, held, w, job } = await heldConversion({ SEGLIFT_WORKER_LOCK_DURATION_MS: '1000' });
     // Another worker holds the partition now (the key expired during an outage and was taken).
     await conn.set(lockKey(s), 'another-worker', 'PX', 600_000);
     // Renewals (every 333 ms) see it while the conversion is held; released, it must not swap.
@@ -247,15 +248,7 @@ needs(redisServer, dist).describe('seglift-worker on the real pipeline with Redi
 
   it('a lock lost to another holder between two renewals never lets the job swap the segment', async () => {
     // Renewal every 20 s: the conversion, held until the lock is lost, ends before the next one.
-    const s = await setup('v1', 4_000, 150, { SEGLIFT_WORKER_LOCK_DURATION_MS: '60000' });
-    const held = hold(s);
-    const w = startWorkerProcess(s, held.env);
-    const job = await enqueue(s);
-    await until(
-      async () => underWay(s) && (await conn.get(lockKey(s))) !== null,
-      60_000,
-      'a conversion to start',
-    );
+    const { s, held, w, job } = await heldConversion({ SEGLIFT_WORKER_LOCK_DURATION_MS: '60000' });
     await conn.set(lockKey(s), 'another-worker', 'PX', 600_000);
     held.release();
     await until(async () => (await state(s, job)) !== 'active', 60_000, 'the attempt to end');
@@ -272,11 +265,7 @@ needs(redisServer, dist).describe('seglift-worker on the real pipeline with Redi
   }, 120_000);
 
   it('SIGTERM: past the grace period the running conversion is aborted, the segment untouched and the job requeued', async () => {
-    const s = await setup('v1', 4_000, 150, { SEGLIFT_WORKER_SHUTDOWN_GRACE_MS: '100' });
-    const held = hold(s);
-    const w = startWorkerProcess(s, held.env);
-    const job = await enqueue(s);
-    await until(() => underWay(s), 60_000, 'a conversion to start');
+    const { s, held, w, job } = await heldConversion({ SEGLIFT_WORKER_SHUTDOWN_GRACE_MS: '100' });
     w.child.kill('SIGTERM');
     // Held past the grace period: the abort reaches the conversion before it may go on.
     await until(() => w.output().includes('grace period over'), 30_000, 'the grace period to end');
