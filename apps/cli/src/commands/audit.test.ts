@@ -258,7 +258,7 @@ describe('seglift audit', () => {
       const entries = Array.from({ length: n }, (_, i) => legacyMessage(BigInt(base + i)));
       writeSegment(path.join(dir, 'u-0'), BigInt(base), entries);
     }
-    const r = await run([
+    const args = [
       'audit',
       dir,
       '--codec',
@@ -269,8 +269,8 @@ describe('seglift audit', () => {
       '2',
       '--backup-dir',
       '/backup',
-      '--json',
-    ]);
+    ];
+    const r = await run([...args, '--json']);
     const summary = lines(r.stdout)
       .map((l) => JSON.parse(l))
       .at(-1);
@@ -290,18 +290,7 @@ describe('seglift audit', () => {
         backupBytes: withIndexes(60 * 32),
       },
     ]);
-    const text = await run([
-      'audit',
-      dir,
-      '--codec',
-      'none',
-      '--grouping',
-      'kafka',
-      '--concurrency',
-      '2',
-      '--backup-dir',
-      '/backup',
-    ]);
+    const text = await run(args);
     expect(lines(text.stdout).find((l) => l.startsWith('disk'))).toBe(
       'disk: migrate needs 6.1 KiB free while it runs: 2 segments convert at once (--concurrency), each written beside its original (the 2 largest: 3.6 KiB), + 2.5 KiB by which segments grow. Afterwards the data is 2.5 KiB larger. Backups (/backup) take 1.9 KiB.',
     );
