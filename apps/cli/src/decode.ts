@@ -5,7 +5,6 @@ import {
   batchTimestampType,
   CompressionType,
   CrcMismatchError,
-  codecName,
   computeRecordBatchCrc,
   controlTypeName,
   crc32,
@@ -30,6 +29,7 @@ import {
   legacyTimestampType,
   readLegacyEntry,
 } from '@seglift/legacy';
+import { codecLabel } from '@seglift/segment';
 import { type BatchView, formatControl, type RecordView } from './dump-format.js';
 import type { LogEntry } from './log-reader.js';
 
@@ -39,10 +39,6 @@ export interface DecodedEntry {
   unknownCodec: number | null;
   /** Lazily decodes the records; throws typed errors with positions relative to the entry. */
   records(): Iterable<RecordView>;
-}
-
-function codecLabel(id: number): string {
-  return id <= CompressionType.ZSTD ? codecName(id) : `unknown(${id})`;
 }
 
 /** Batch-level view and record decoder of one shallow entry read from a .log. */

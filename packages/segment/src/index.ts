@@ -24,7 +24,7 @@ export {
   type WalkResult,
   walkLogDirs,
 } from './discovery.js';
-export { codecLabel, type EntryInfo, inspectEntry, needsRewrite } from './entry.js';
+export { codecLabel, type EntryInfo, formatKey, inspectEntry, needsRewrite } from './entry.js';
 export {
   KafkaLeftoversError,
   LockedError,

@@ -4,7 +4,7 @@ import { CODECS, pipelineOptions } from '@seglift/config';
 import { type CodecName, codecId, recompressRecordBatch, SegliftError } from '@seglift/format';
 import { type Grouping, Upconverter } from '@seglift/legacy';
 import {
-  codecLabel,
+  formatKey,
   type IgnoredDir,
   inspectEntry,
   needsRewrite,
@@ -318,7 +318,7 @@ async function auditPartition(
         // The decision convert makes (and every CRC checked: a corrupt segment is not "ready").
         const info = inspectEntry(e, seg.path);
         if (e.magic < 2) legacy += e.size;
-        const key = `v${e.magic}/${codecLabel(info.codec)}`;
+        const key = formatKey(e.magic, info.codec);
         a.bytesByFormat[key] = (a.bytesByFormat[key] ?? 0) + e.size;
         if (!needsRewrite(info, target)) continue;
         changeable += e.size;
