@@ -1,8 +1,8 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { CODECS, pipelineOptions } from '@seglift/config';
-import { type CodecName, codecId, recompressRecordBatch, SegliftError } from '@seglift/format';
-import { type Grouping, Upconverter } from '@seglift/legacy';
+import { type CodecName, codecId, SegliftError } from '@seglift/format';
+import type { Grouping } from '@seglift/legacy';
 import {
   formatKey,
   type IgnoredDir,
@@ -21,7 +21,13 @@ import { ProgressBar } from '../progress.js';
 import { archiveHelp, includeActiveRules, loadSettings } from '../settings.js';
 import { count, formatBytes, renderTable } from '../table.js';
 import { commonAncestor, noSegmentsMessage, resolveTargets } from '../targets.js';
-import { type CodecChoice, CodecSample, compareCodecs, DEFAULT_COMPARE_BYTES } from './codec-choices.js';
+import {
+  type CodecChoice,
+  CodecSample,
+  compareCodecs,
+  DEFAULT_COMPARE_BYTES,
+  RewrittenSize,
+} from './codec-choices.js';
 
 export const DEFAULT_SAMPLE_BYTES = 16 * 1024 * 1024;
 
@@ -297,16 +303,7 @@ async function auditPartition(
     let legacy = 0;
     let changeable = 0;
     let segSampleIn = 0;
-    let segSampleOut = 0;
-    const upconverter = new Upconverter({
-      grouping: options.grouping ?? 'coalesce',
-      codec: target,
-      level: options.level,
-      coalesceBytes: options.coalesceBytes,
-      maxBatchBytes: options.maxBatchBytes,
-      maxDecompressedBytes: options.maxDecompressedBatchBytes,
-    });
-    let upconvertedIn = 0;
+    const rewritten = new RewrittenSize({ ...options, codec: options.codec ?? 'zstd' });
     const reader = new LogFileReader(seg.path);
     sample.startSegment();
     const bytesBefore = progress.bytesDone;
@@ -325,16 +322,9 @@ async function auditPartition(
         if (segSampleIn >= perSegmentSample) continue;
         if (seg.path !== p.leftAlone) sample.offer(e.bytes, e.magic);
         segSampleIn += e.size;
-        if (e.magic < 2) {
-          upconvertedIn += e.size;
-          for (const b of upconverter.push(e.bytes)) segSampleOut += b.length;
-        } else {
-          const n = recompressRecordBatch(e.bytes, target, { level: options.level }).length;
-          // As convert: with onlyIfSmaller a batch recompression would grow is kept.
-          segSampleOut += options.onlyIfSmaller && n > e.size ? e.size : n;
-        }
+        rewritten.add(e.bytes, e.magic);
       }
-      if (upconvertedIn > 0) for (const b of upconverter.flush()) segSampleOut += b.length;
+      rewritten.finish();
       const trailing = reader.end - reader.validEnd;
       if (trailing > 0)
         a.errors.push(`${seg.path}: ${trailing} invalid bytes at the end (position ${reader.validEnd})`);
@@ -351,6 +341,7 @@ async function auditPartition(
       a.legacySegments++;
       a.legacyBytes += legacy;
     }
+    const segSampleOut = rewritten.bytes;
     a.sampledBytes += segSampleIn;
     sampleIn += segSampleIn;
     sampleOut += segSampleOut;

@@ -1,4 +1,10 @@
-import { type CodecName, codecId, defaultLevel, recompressRecordBatch } from '@seglift/format';
+import {
+  type CodecName,
+  type CompressionId,
+  codecId,
+  defaultLevel,
+  recompressRecordBatch,
+} from '@seglift/format';
 import { Upconverter } from '@seglift/legacy';
 import type { ConvertOptions } from '@seglift/segment';
 
@@ -90,32 +96,55 @@ export function compareCodecs(sample: CodecSample, chosen: RewriteSettings): Cod
   return [measure(choices[0], true), ...others];
 }
 
-/** The size of the sample after a migrate with `s`: as convert rewrites each entry. */
+/** The size of the sample after a migrate with `s`. */
 function rewrittenSize(sample: CodecSample, s: RewriteSettings): number {
-  const target = codecId(s.codec);
   let out = 0;
   for (const entries of sample.segments) {
-    const up = new Upconverter({
+    const segment = new RewrittenSize(s);
+    for (const e of entries) segment.add(e.bytes, e.legacy ? 0 : 2);
+    out += segment.finish();
+  }
+  return out;
+}
+
+/**
+ * The bytes a migrate with `s` writes for the entries of one segment that it rewrites, fed in
+ * order: legacy entries upconverted (consecutive ones share batches, as convert groups them),
+ * v2 batches recompressed (with onlyIfSmaller, one that would grow kept as it is).
+ */
+export class RewrittenSize {
+  bytes = 0;
+  private readonly up: Upconverter;
+  private readonly target: CompressionId;
+
+  constructor(private readonly s: RewriteSettings) {
+    this.target = codecId(s.codec);
+    this.up = new Upconverter({
       grouping: s.grouping ?? 'coalesce',
-      codec: target,
+      codec: this.target,
       level: s.level,
       coalesceBytes: s.coalesceBytes,
       maxBatchBytes: s.maxBatchBytes,
       maxDecompressedBytes: s.maxDecompressedBatchBytes,
     });
-    for (const e of entries) {
-      if (e.legacy) {
-        for (const b of up.push(e.bytes)) out += b.length;
-        continue;
-      }
-      for (const b of up.flush()) out += b.length;
-      const n = recompressRecordBatch(e.bytes, target, {
-        level: s.level,
-        maxDecompressedBytes: s.maxDecompressedBatchBytes,
-      }).length;
-      out += s.onlyIfSmaller && n > e.bytes.length ? e.bytes.length : n;
-    }
-    for (const b of up.flush()) out += b.length;
   }
-  return out;
+
+  add(entry: Uint8Array, magic: number): void {
+    if (magic < 2) {
+      for (const b of this.up.push(entry)) this.bytes += b.length;
+      return;
+    }
+    for (const b of this.up.flush()) this.bytes += b.length;
+    const n = recompressRecordBatch(entry, this.target, {
+      level: this.s.level,
+      maxDecompressedBytes: this.s.maxDecompressedBatchBytes,
+    }).length;
+    this.bytes += this.s.onlyIfSmaller && n > entry.length ? entry.length : n;
+  }
+
+  /** The end of the segment: legacy records still pending are written. */
+  finish(): number {
+    for (const b of this.up.flush()) this.bytes += b.length;
+    return this.bytes;
+  }
 }
