@@ -12,7 +12,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
-import { evaluatePartition, findReadySegments } from './readiness.js';
+import { evaluatePartition, findReadySegments, newestSegmentReady } from './readiness.js';
 
 const scanRoots: typeof findReadySegments = (roots, rules, options) =>
   findReadySegments(roots, rules, { ...options, realPaths: true });
@@ -147,5 +147,21 @@ describe('scanRoots', () => {
     expect(r.partitions).toBe(10_000);
     expect(r.ready).toHaveLength(10_000);
     expect(r.notReady).toBe(10_000);
+  });
+});
+
+describe('newestSegmentReady', () => {
+  it('with quietMs 0 takes a newest segment written this very millisecond, or stamped ahead of the clock', () => {
+    const now = 1_700_000_000_000;
+    const rules = { requireRolled: false, quietMs: 0 };
+    expect(newestSegmentReady({ mtimeMs: now + 0.4 }, rules, now)).toBe(true);
+    expect(newestSegmentReady({ mtimeMs: now + 5_000 }, rules, now)).toBe(true);
+    expect(newestSegmentReady({ mtimeMs: now - 999 }, { requireRolled: false, quietMs: 1000 }, now)).toBe(
+      false,
+    );
+    expect(newestSegmentReady({ mtimeMs: now - 1000 }, { requireRolled: false, quietMs: 1000 }, now)).toBe(
+      true,
+    );
+    expect(newestSegmentReady({ mtimeMs: 0 }, { requireRolled: true, quietMs: 0 }, now)).toBe(false);
   });
 });

@@ -37,7 +37,10 @@ export interface PartitionVerdict {
  * be writing it). Every older segment is always ready. The watcher and `migrate` both decide by it.
  */
 export function newestSegmentReady(newest: { mtimeMs: number }, rules: ReadinessRules, now: number): boolean {
-  return !rules.requireRolled && now - newest.mtimeMs >= rules.quietMs;
+  if (rules.requireRolled) return false;
+  // quietMs 0 (--include-active) waits for nothing, even for a file written this millisecond
+  // (its mtime has sub-millisecond digits the clock's `now` lacks) or stamped in the future.
+  return rules.quietMs === 0 || now - newest.mtimeMs >= rules.quietMs;
 }
 
 /** The ready segments of one partition directory; `names` are its entries (any order). */
