@@ -517,8 +517,10 @@ export async function audit(
     const leftAlone = audits.reduce((n, a) => n + a.leftAloneSegments, 0);
     const noRewrite = total.segments - total.convertSegments - leftAlone;
     ctx.out.line(
-      `migrate --codec ${codec} would rewrite ${count(total.convertSegments, 'segment')} (${formatBytes(total.convertBytes)})` +
-        ` to about ${formatBytes(total.estimatedBytesAfter)}` +
+      `migrate --codec ${codec} would rewrite ` +
+        (total.convertSegments > 0
+          ? `${count(total.convertSegments, 'segment')} (${formatBytes(total.convertBytes)}) to about ${formatBytes(total.estimatedBytesAfter)}`
+          : 'no segment') +
         (options.includeActive
           ? '.'
           : options.readiness?.requireRolled === false
