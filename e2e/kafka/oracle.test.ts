@@ -490,6 +490,48 @@ describe.skipIf(missing !== undefined)('Kafka as the oracle', () => {
     300_000,
   );
 
+  it('8: two-phase: --prepare while Kafka 4 runs and takes appends, --commit with it stopped: every record served, the appends too', async () => {
+    const { logs, broker } = scenario('s8-two-phase');
+    const stage = join(logs, '..', 'stage');
+    const args = ['--codec', 'zstd', '--stage-dir', stage, '--json', '--quiet'];
+    await broker.start('during-prepare');
+    // Step 1 with the broker up: nothing in the log dir is written, the stage fills.
+    const prepared = await seglift(['migrate', logs, '--prepare', ...args]);
+    expect(prepared.code, describeRun('seglift migrate --prepare', prepared)).toBe(0);
+    expect(prepared.summary?.failed).toBe(0);
+    expect(prepared.summary?.stage?.staged).toBeGreaterThan(20);
+    // The broker keeps taking writes after the prepare (into active segments, which stay v2).
+    const APPENDED = 'v2-none';
+    await h4.script(broker.bootstrap, join(logs, '..'), 'append', [
+      `produce ${APPENDED} headers 300 81 compression.type=none`,
+    ]);
+    const before = await h4.read(broker.bootstrap, join(logs, '..', 'before-commit.jsonl'), READ_TOPICS);
+    await broker.stop();
+    const metadataBefore = treeDigest(join(logs, '__cluster_metadata-0'));
+    // Step 2 with the broker stopped: the staged segments swapped in, the rest converted now.
+    const committed = await seglift(['migrate', logs, '--commit', ...args]);
+    expect(committed.code, describeRun('seglift migrate --commit', committed)).toBe(0);
+    expect(committed.summary?.failed).toBe(0);
+    expect(committed.summary?.stage?.staged).toBeGreaterThan(20);
+    expect
+      .soft(treeDigest(join(logs, '__cluster_metadata-0')), '__cluster_metadata-0 untouched')
+      .toEqual(metadataBefore);
+    await broker.start('after-commit');
+    const served = await h4.read(broker.bootstrap, join(logs, '..', 'served.jsonl'), READ_TOPICS);
+    expect(brokerErrors(broker.log()).join('\n'), 'broker log problems').toBe('');
+    await broker.stop();
+    // What the broker served just before the commit, appends included, is served after it.
+    expect(summarize(diffServed(before, served, LEGACY_NAMES))).toBe('');
+    // And that was the baseline plus the 300 appended records.
+    const others = new Set(ALL_TOPICS.filter((t) => t !== APPENDED));
+    expect(summarize(diffServed(baseline, before, LEGACY_NAMES, others))).toBe('');
+    let added = 0;
+    for (const [k, b] of baseline.records)
+      if (k.startsWith(`read_uncommitted ${APPENDED}-`))
+        added += (before.records.get(k)?.length ?? 0) - b.length;
+    expect(added).toBe(300);
+  }, 300_000);
+
   /**
    * SIGKILL inside each swap step (SEGLIFT_TEST_KILL_AFTER, a test-only hook of seglift's
    * filesystem layer: kill right after the k-th operation of that kind on a path with that
