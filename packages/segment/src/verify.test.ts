@@ -1,12 +1,15 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { crc32, type RecordBatchFields } from '@seglift/format';
+import { encodeLegacyEntry } from '@seglift/legacy';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
 import { describeSegment } from './describe.js';
+import { RecompressedBatchProofs, type UpconvertedRun, UpconvertedRunProofs } from './proofs.js';
 import { formatReportTable, reportsToJSON, summarize } from './report.js';
-import { mixedSegment, tmpDir, writeSegment } from './test-support/fixtures.js';
-import { shallowEntries } from './test-support/independent.js';
-import { verifySegment } from './verify.js';
+import { mixedSegment, tmpDir, v2Batch, writeSegment } from './test-support/fixtures.js';
+import { recoveryIndexes, shallowEntries } from './test-support/independent.js';
+import { type RewriteFiles, type VerifyRewriteOptions, verifyRewrite, verifySegment } from './verify.js';
 
 describe('verifySegment', () => {
   it('accepts a legacy segment with recovery-rule indexes and reports index problems', async () => {
@@ -108,5 +111,416 @@ describe('describeSegment and reports', () => {
     expect(lines[4]).toContain('1 conv/1 skip/0 fail');
     const json = JSON.parse(reportsToJSON([r], summarize([r])));
     expect(json.segments[0].codecOut).toEqual({ 'v2/none': 2, 'v2/zstd': 65 });
+  });
+});
+
+/** A source segment and a rewritten log beside it, with the indexes the recovery rule gives for it. */
+async function rewrite(source: Uint8Array, out: Uint8Array, base = 0n, interval = 4096) {
+  const dir = await tmpDir();
+  const log = await writeSegment(dir, source, base);
+  await mkdir(path.join(dir, 'out'));
+  const name = path.join(dir, 'out', path.basename(log, '.log'));
+  const files: RewriteFiles = { log: `${name}.log`, index: `${name}.index`, timeindex: `${name}.timeindex` };
+  const { index, timeindex } = recoveryIndexes(Buffer.from(out), base, interval);
+  await writeFile(files.log, out);
+  await writeFile(files.index, index);
+  await writeFile(files.timeindex, timeindex);
+  return { log, files };
+}
+
+/** The typed error verifyRewrite rejects with: class, field, file, byte position, offset, detail. */
+async function rejection(p: Promise<void>) {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(err instanceof Error)) throw new Error('verifyRewrite accepted the rewrite');
+  const e = err as Error & {
+    code?: string;
+    field?: string;
+    file?: string;
+    position?: number;
+    offset?: bigint;
+    detail?: string;
+  };
+  return {
+    name: e.name,
+    code: e.code,
+    field: e.field,
+    file: e.file,
+    position: e.position,
+    offset: e.offset,
+    detail: e.detail,
+  };
+}
+
+const values = (n: number, tag: string) => Array.from({ length: n }, (_, i) => Buffer.from(`${tag}-${i}`));
+/** `n` legacy v1 messages from offset `first` (CreateTime), values `<tag>-<offset>`. */
+const legacy = (first: bigint, n: number, tag = 'm') =>
+  Buffer.concat(
+    Array.from({ length: n }, (_, i) => {
+      const offset = first + BigInt(i);
+      return encodeLegacyEntry(offset, {
+        magic: 1,
+        timestamp: 1_500_000_000_000n + offset,
+        key: null,
+        value: Buffer.from(`${tag}-${offset}`),
+      });
+    }),
+  );
+
+/** What convert writes for `source` (legacy messages coalesced, no compression). */
+async function converted(source: Uint8Array): Promise<Buffer> {
+  const dir = await tmpDir();
+  const log = await writeSegment(dir, source);
+  const r = await convertSegment(log, { codec: 'none', outDir: path.join(dir, 'o') });
+  expect(r.result).toBe('converted');
+  return readFile(path.join(dir, 'o', path.basename(log)));
+}
+
+describe('verifyRewrite', () => {
+  // Source: two gzip batches at offsets 5 and 10 (base 5); the rewrite: the same in zstd.
+  const src = () => Buffer.concat([v2Batch(5n, values(5, 'a'), 1), v2Batch(10n, values(4, 'b'), 1)]);
+  const out = (over: Partial<RecordBatchFields> = {}, second = values(4, 'b')) =>
+    Buffer.concat([v2Batch(5n, values(5, 'a'), 4), v2Batch(10n, second, 4, over)]);
+  const outSecond = () => v2Batch(5n, values(5, 'a'), 4).length;
+
+  it('accepts the same records in another codec with the same header fields', async () => {
+    const { log, files } = await rewrite(src(), out(), 5n);
+    await expect(verifyRewrite(log, files, { baseOffset: 5n })).resolves.toBeUndefined();
+  });
+
+  it('rejects each header field that differs, naming it, the rewritten batch and the source offset', async () => {
+    const changed: [string, Partial<RecordBatchFields>, string][] = [
+      ['baseOffset', { baseOffset: 11n }, '10 vs 11'],
+      ['partitionLeaderEpoch', { partitionLeaderEpoch: 4 }, '3 vs 4'],
+      ['lastOffsetDelta', { lastOffsetDelta: 4 }, '3 vs 4'],
+      [
+        'baseTimestamp',
+        { baseTimestamp: 1_600_000_000_001n, maxTimestamp: 1_600_000_000_021n },
+        '1600000000000 vs 1600000000001',
+      ],
+      ['maxTimestamp', { maxTimestamp: 1_600_000_000_022n }, '1600000000021 vs 1600000000022'],
+      ['producerId', { producerId: 7n }, '-1 vs 7'],
+      ['producerEpoch', { producerEpoch: 2 }, '-1 vs 2'],
+      ['baseSequence', { baseSequence: 9 }, '-1 vs 9'],
+      // The timestamp type bit (LogAppendTime); the codec bits may differ.
+      ['attributes', { attributes: 0x08 }, '1 vs 12'],
+    ];
+    for (const [field, over, detail] of changed) {
+      const { log, files } = await rewrite(src(), out(over), 5n);
+      expect(await rejection(verifyRewrite(log, files, { baseOffset: 5n }))).toEqual({
+        name: 'VerifyMismatchError',
+        code: 'VERIFY_MISMATCH',
+        field,
+        file: files.log,
+        position: outSecond(),
+        offset: 10n,
+        detail: `verify mismatch in ${field}: ${detail}`,
+      });
+    }
+    // recordsCount: one record less, the header's last offset delta kept.
+    const { log, files } = await rewrite(
+      src(),
+      out({ lastOffsetDelta: 3, maxTimestamp: 1_600_000_000_021n }, values(3, 'b')),
+      5n,
+    );
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 5n }))).toMatchObject({
+      field: 'recordsCount',
+      file: files.log,
+      position: outSecond(),
+      offset: 10n,
+      detail: 'verify mismatch in recordsCount: 4 vs 3',
+    });
+  });
+
+  it('rejects a record that differs, a missing batch and an extra batch', async () => {
+    const value = values(4, 'b').map((v, i) => (i === 2 ? Buffer.from('b-X') : v));
+    let { log, files } = await rewrite(src(), out({}, value), 5n);
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 5n }))).toMatchObject({
+      name: 'VerifyMismatchError',
+      field: 'value',
+      file: files.log,
+      position: outSecond(),
+      offset: 12n,
+    });
+    const first = v2Batch(5n, values(5, 'a'), 1).length;
+    ({ log, files } = await rewrite(src(), v2Batch(5n, values(5, 'a'), 4), 5n));
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 5n }))).toEqual({
+      name: 'VerifyMismatchError',
+      code: 'VERIFY_MISMATCH',
+      field: 'batch',
+      file: files.log,
+      position: undefined,
+      offset: 10n,
+      detail: `verify mismatch in batch: source batch at ${first} is missing`,
+    });
+    const extra = v2Batch(14n, values(1, 'c'), 4);
+    ({ log, files } = await rewrite(src(), Buffer.concat([out(), extra]), 5n));
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 5n }))).toMatchObject({
+      field: 'batch',
+      file: files.log,
+      position: out().length,
+      offset: 14n,
+      detail: 'verify mismatch in batch: extra batch',
+    });
+  });
+
+  it('rejects a rewritten entry that is not a v2 batch, naming its magic, position and offset', async () => {
+    const { log, files } = await rewrite(legacy(3n, 2), legacy(3n, 2), 3n);
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 3n }))).toEqual({
+      name: 'VerifyMismatchError',
+      code: 'VERIFY_MISMATCH',
+      field: 'magic',
+      file: files.log,
+      position: 0,
+      offset: 3n,
+      detail: 'verify mismatch in magic: rewritten entry has magic 1',
+    });
+  });
+
+  it('legacy source: the records continue across batches; a differing, missing or extra record is rejected', async () => {
+    const six = await converted(legacy(0n, 6));
+    let { log, files } = await rewrite(legacy(0n, 6), six);
+    await expect(verifyRewrite(log, files, { baseOffset: 0n })).resolves.toBeUndefined();
+    // The legacy records split over three batches of the rewrite.
+    const split = Buffer.concat([
+      await converted(legacy(0n, 2)),
+      await converted(legacy(2n, 3)).then((b) => b),
+      await converted(legacy(5n, 1)),
+    ]);
+    expect(shallowEntries(split).length).toBe(3);
+    ({ log, files } = await rewrite(legacy(0n, 6), split));
+    await expect(verifyRewrite(log, files, { baseOffset: 0n })).resolves.toBeUndefined();
+
+    ({ log, files } = await rewrite(Buffer.concat([legacy(0n, 4), legacy(4n, 2, 'x')]), six));
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 0n }))).toMatchObject({
+      field: 'value',
+      file: files.log,
+      position: 0,
+      offset: 4n,
+    });
+    ({ log, files } = await rewrite(legacy(0n, 6), await converted(legacy(0n, 4))));
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 0n }))).toEqual({
+      name: 'VerifyMismatchError',
+      code: 'VERIFY_MISMATCH',
+      field: 'record',
+      file: files.log,
+      position: undefined,
+      offset: 4n,
+      detail: 'verify mismatch in record: record at offset 4 is missing',
+    });
+    ({ log, files } = await rewrite(legacy(0n, 4), six));
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 0n }))).toMatchObject({
+      field: 'record',
+      file: files.log,
+      position: 0,
+      offset: 4n,
+      detail: 'verify mismatch in record: extra record',
+    });
+  });
+
+  it('rejects a rewritten batch that continues past a source batch boundary', async () => {
+    const tail = v2Batch(6n, values(2, 't'), 1);
+    const out = await converted(Buffer.concat([legacy(0n, 6), tail]));
+    const { log, files } = await rewrite(Buffer.concat([legacy(0n, 4), tail]), out);
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 0n }))).toEqual({
+      name: 'VerifyMismatchError',
+      code: 'VERIFY_MISMATCH',
+      field: 'batch boundary',
+      file: files.log,
+      position: 0,
+      offset: 4n,
+      detail: 'verify mismatch in batch boundary: rewritten batch continues past a source batch boundary',
+    });
+  });
+
+  it("the indexes must be the recovery rule's for the new log, with the index interval given", async () => {
+    const many = Buffer.concat(
+      Array.from({ length: 6 }, (_, i) => v2Batch(BigInt(i * 5), values(5, `v${i}`), 1)),
+    );
+    const rewritten = Buffer.concat(
+      Array.from({ length: 6 }, (_, i) => v2Batch(BigInt(i * 5), values(5, `v${i}`), 0)),
+    );
+    const { log, files } = await rewrite(many, rewritten, 0n, 100);
+    const opts: VerifyRewriteOptions = { baseOffset: 0n, indexIntervalBytes: 100 };
+    await expect(verifyRewrite(log, files, opts)).resolves.toBeUndefined();
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 0n }))).toEqual({
+      name: 'VerifyMismatchError',
+      code: 'VERIFY_MISMATCH',
+      field: '.index',
+      file: files.index,
+      position: undefined,
+      offset: undefined,
+      detail: 'verify mismatch in .index: offset index differs from the one the new log gives',
+    });
+    const tix = await readFile(files.timeindex);
+    tix.writeBigInt64BE(tix.readBigInt64BE(0) + 1n, 0);
+    await writeFile(files.timeindex, tix);
+    expect(await rejection(verifyRewrite(log, files, opts))).toMatchObject({
+      field: '.timeindex',
+      file: files.timeindex,
+      detail: 'verify mismatch in .timeindex: time index differs from the one the new log gives',
+    });
+  });
+
+  it('a recompressed batch with a proof: its stored CRC and size must be the proven ones', async () => {
+    const source = src();
+    const second = v2Batch(5n, values(5, 'a'), 1).length;
+    const proofs = (bytes: Uint8Array) => {
+      const p = new RecompressedBatchProofs();
+      p.add(0, v2Batch(5n, values(5, 'a'), 4));
+      p.add(second, bytes);
+      return p;
+    };
+    const written = v2Batch(10n, values(4, 'b'), 4);
+    // The proven batch: its records are not decoded again (a proof of other bytes is refused).
+    let { log, files } = await rewrite(source, out(), 5n);
+    await expect(
+      verifyRewrite(log, files, { baseOffset: 5n, proofs: proofs(written) }),
+    ).resolves.toBeUndefined();
+    // Another batch with the same header fields and a valid CRC of its own.
+    const forged = values(4, 'b').map((v, i) => (i === 1 ? Buffer.from('b-Y') : v));
+    ({ log, files } = await rewrite(source, out({}, forged), 5n));
+    const forgedCrc = Buffer.from(v2Batch(10n, forged, 4)).readUInt32BE(17);
+    const crc = Buffer.from(written).readUInt32BE(17);
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 5n, proofs: proofs(written) }))).toEqual({
+      name: 'VerifyMismatchError',
+      code: 'VERIFY_MISMATCH',
+      field: 'batch',
+      file: files.log,
+      position: outSecond(),
+      offset: 10n,
+      detail: `verify mismatch in batch: rewritten batch is not the one written (CRC ${forgedCrc} vs ${crc}, ${written.length} vs ${written.length} bytes)`,
+    });
+    // Same CRC, another size.
+    ({ log, files } = await rewrite(source, out(), 5n));
+    const longer = Buffer.concat([written, Buffer.alloc(1)]);
+    expect(
+      await rejection(verifyRewrite(log, files, { baseOffset: 5n, proofs: proofs(longer) })),
+    ).toMatchObject({
+      field: 'batch',
+      position: outSecond(),
+      detail: `verify mismatch in batch: rewritten batch is not the one written (CRC ${crc} vs ${crc}, ${written.length} vs ${longer.length} bytes)`,
+    });
+  });
+
+  it('a run of legacy entries with a proof: source and output bytes must have the CRC-32s recorded', async () => {
+    // A v2 batch, four legacy messages (the run), a v2 batch: the run starts inside both files.
+    const head = v2Batch(0n, values(2, 'h'), 1);
+    const tail = v2Batch(6n, values(2, 't'), 1);
+    const source = Buffer.concat([head, legacy(2n, 4), tail]);
+    const out = await converted(source);
+    const batches = shallowEntries(out);
+    expect(batches.map((b) => b.lastOffset)).toEqual([1n, 5n, 7n]);
+    const good: UpconvertedRun = {
+      sourceStart: head.length,
+      sourceEnd: source.length - tail.length,
+      sourceCrc: crc32(source.subarray(head.length, source.length - tail.length)),
+      outputStart: batches[1].position,
+      outputEnd: batches[2].position,
+      outputCrc: crc32(out.subarray(batches[1].position, batches[2].position)),
+      batches: 1,
+    };
+    const runs = (over: Partial<UpconvertedRun> = {}) => {
+      const r = new UpconvertedRunProofs();
+      r.add({ ...good, ...over });
+      return r;
+    };
+    const { log, files } = await rewrite(source, out);
+    await expect(verifyRewrite(log, files, { baseOffset: 0n, runs: runs() })).resolves.toBeUndefined();
+    const sourceError = {
+      name: 'VerifyMismatchError',
+      code: 'VERIFY_MISMATCH',
+      field: 'source',
+      file: log,
+      position: good.sourceStart,
+      offset: undefined,
+      detail: `verify mismatch in source: legacy entries [${good.sourceStart}, ${good.sourceEnd}) are not the bytes converted (read back to ${good.sourceEnd})`,
+    };
+    expect(
+      await rejection(
+        verifyRewrite(log, files, { baseOffset: 0n, runs: runs({ sourceCrc: good.sourceCrc ^ 1 }) }),
+      ),
+    ).toEqual(sourceError);
+    // A run recorded as ending past the end of the file.
+    const past = source.length + 10;
+    expect(
+      await rejection(verifyRewrite(log, files, { baseOffset: 0n, runs: runs({ sourceEnd: past }) })),
+    ).toEqual({
+      ...sourceError,
+      detail: `verify mismatch in source: legacy entries [${good.sourceStart}, ${past}) are not the bytes converted (read back to ${source.length})`,
+    });
+    expect(
+      await rejection(
+        verifyRewrite(log, files, { baseOffset: 0n, runs: runs({ outputStart: good.outputStart + 1 }) }),
+      ),
+    ).toEqual({
+      name: 'VerifyMismatchError',
+      code: 'VERIFY_MISMATCH',
+      field: 'batch',
+      file: files.log,
+      position: good.outputStart + 1,
+      offset: undefined,
+      detail: `verify mismatch in batch: batches of the legacy entries at ${good.sourceStart} are missing`,
+    });
+    const notWritten = `verify mismatch in batch: batches [${good.outputStart}, ${good.outputEnd}) are not the ones written and proven for the legacy entries at ${good.sourceStart}`;
+    for (const over of [{ outputCrc: good.outputCrc ^ 1 }, { batches: 2 }]) {
+      expect(await rejection(verifyRewrite(log, files, { baseOffset: 0n, runs: runs(over) }))).toEqual({
+        name: 'VerifyMismatchError',
+        code: 'VERIFY_MISMATCH',
+        field: 'batch',
+        file: files.log,
+        position: good.outputStart,
+        offset: undefined,
+        detail: notWritten,
+      });
+    }
+    // Output recorded as ending inside the last batch: the walk stops after the batch, past the end.
+    expect(
+      await rejection(
+        verifyRewrite(log, files, { baseOffset: 0n, runs: runs({ outputEnd: good.outputEnd - 1 }) }),
+      ),
+    ).toMatchObject({
+      field: 'batch',
+      position: good.outputStart,
+      detail: `verify mismatch in batch: batches [${good.outputStart}, ${good.outputEnd - 1}) are not the ones written and proven for the legacy entries at ${good.sourceStart}`,
+    });
+  });
+
+  it('a proven run whose rewritten batch fails its CRC or is not v2: the usual typed error', async () => {
+    const source = legacy(0n, 4);
+    const out = await converted(source);
+    const run: UpconvertedRun = {
+      sourceStart: 0,
+      sourceEnd: source.length,
+      sourceCrc: crc32(source),
+      outputStart: 0,
+      outputEnd: out.length,
+      outputCrc: crc32(out),
+      batches: 1,
+    };
+    const runs = () => {
+      const r = new UpconvertedRunProofs();
+      r.add(run);
+      return r;
+    };
+    const flipped = Buffer.from(out);
+    flipped[flipped.length - 1] ^= 1;
+    let { log, files } = await rewrite(source, flipped);
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 0n, runs: runs() }))).toMatchObject({
+      name: 'CrcMismatchError',
+      code: 'CRC_MISMATCH',
+      file: files.log,
+      position: 17,
+      offset: 0n,
+    });
+    ({ log, files } = await rewrite(source, source));
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 0n, runs: runs() }))).toMatchObject({
+      field: 'magic',
+      file: files.log,
+      position: 0,
+      offset: 0n,
+    });
   });
 });
