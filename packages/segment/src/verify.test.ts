@@ -61,6 +61,160 @@ describe('verifySegment', () => {
       position: e.position + 17,
       offset: e.bytes.readBigInt64BE(0).toString(),
     });
+    // How far the segment is good: the entries before the bad one.
+    const before = shallowEntries(seg).filter((x) => x.position < e.position);
+    expect(r).toMatchObject({
+      stoppedAtError: true,
+      entries: before.length,
+      lastOffset: before.at(-1)!.lastOffset.toString(),
+    });
+    expect(r.problems).toEqual([
+      {
+        kind: 'structure',
+        // The detail, not the message rendered with the position and offset.
+        message: expect.stringMatching(/^CRC-32C mismatch: stored 0x[0-9a-f]{8}, computed 0x[0-9a-f]{8}$/),
+        file: r.path,
+        position: e.position + 17,
+        offset: e.bytes.readBigInt64BE(0).toString(),
+      },
+    ]);
+  });
+});
+
+describe('verifySegment: offsets, counts and what stops the scan', () => {
+  it('reports offsets below the base offset, not increasing, and a batch last offset below its records', async () => {
+    const dir = await tmpDir();
+    const log = await writeSegment(
+      dir,
+      Buffer.concat([
+        // 98 and 99 below the base offset 100.
+        v2Batch(98n, values(3, 'a'), 0),
+        // Records 101..103 in a batch whose header says it ends at 102.
+        v2Batch(101n, values(3, 'b'), 1, { lastOffsetDelta: 1 }),
+        // 103 again.
+        v2Batch(103n, values(2, 'c'), 0),
+      ]),
+      100n,
+    );
+    const second = v2Batch(98n, values(3, 'a'), 0).length;
+    const third = second + v2Batch(101n, values(3, 'b'), 1, { lastOffsetDelta: 1 }).length;
+    const r = await verifySegment(log);
+    const { durationMs, ...rest } = r;
+    expect(durationMs).toBeGreaterThanOrEqual(0);
+    expect(rest).toEqual({
+      path: log,
+      ok: false,
+      entries: 3,
+      records: 8,
+      bytes: (await readFile(log)).length,
+      firstOffset: '98',
+      lastOffset: '104',
+      indexEntries: 0,
+      timeIndexEntries: 0,
+      hasIndex: false,
+      hasTimeIndex: false,
+      problems: [
+        {
+          kind: 'offsets',
+          message: 'offset 98 is below the segment base offset 100',
+          file: log,
+          position: 0,
+          offset: '98',
+        },
+        {
+          kind: 'offsets',
+          message: 'offset 99 is below the segment base offset 100',
+          file: log,
+          position: 0,
+          offset: '99',
+        },
+        {
+          kind: 'offsets',
+          message: "batch last offset 102 is below its records' 103",
+          file: log,
+          position: second,
+          offset: '102',
+        },
+        {
+          kind: 'offsets',
+          message: 'offset 103 does not follow 103',
+          file: log,
+          position: third,
+          offset: '103',
+        },
+      ],
+    });
+    // Shallow: each entry's first offset and header last offset only, record counts from the headers.
+    const shallow = await verifySegment(log, { shallow: true });
+    expect(shallow).toMatchObject({ entries: 3, records: 8, firstOffset: '98', lastOffset: '104' });
+    expect(shallow.problems.map((p) => p.message)).toEqual([
+      'offset 98 is below the segment base offset 100',
+    ]);
+  });
+
+  it('keeps at most 100 offset problems', async () => {
+    const dir = await tmpDir();
+    const batch = v2Batch(0n, values(1, 'd'), 0);
+    const log = await writeSegment(dir, Buffer.concat(Array.from({ length: 110 }, () => batch)));
+    const r = await verifySegment(log);
+    expect(r).toMatchObject({ ok: false, entries: 110, records: 110 });
+    // Every batch after the first repeats offset 0: 109 problems.
+    expect(r.problems.length).toBe(100);
+    expect(r.problems[99]).toEqual({
+      kind: 'offsets',
+      message: 'offset 0 does not follow 0',
+      file: log,
+      position: 100 * batch.length,
+      offset: '0',
+    });
+  });
+
+  it('counts a clean converted segment with its indexes; legacy entries count no records when shallow', async () => {
+    const dir = await tmpDir();
+    const log = await writeSegment(dir, mixedSegment().bytes);
+    await convertSegment(log, { codec: 'zstd', grouping: 'kafka', outDir: path.join(dir, 'o') });
+    const outLog = path.join(dir, 'o', path.basename(log));
+    const bytes = await readFile(outLog);
+    const entries = shallowEntries(bytes);
+    const idx = await readFile(outLog.replace(/\.log$/, '.index'));
+    const tix = await readFile(outLog.replace(/\.log$/, '.timeindex'));
+    const r = await verifySegment(outLog);
+    expect(r).toMatchObject({
+      ok: true,
+      entries: entries.length,
+      records: 274,
+      bytes: bytes.length,
+      firstOffset: '0',
+      lastOffset: entries.at(-1)!.lastOffset.toString(),
+      indexEntries: idx.length / 8,
+      timeIndexEntries: tix.length / 12,
+      hasIndex: true,
+      hasTimeIndex: true,
+      problems: [],
+    });
+    expect(r.indexEntries).toBeGreaterThan(0);
+    expect(r.stoppedAtError).toBeUndefined();
+    expect((await verifySegment(log, { shallow: true })).records).toBe(
+      shallowEntries(mixedSegment().bytes)
+        .filter((e) => e.magic === 2)
+        .reduce((n, e) => n + e.bytes.readInt32BE(57), 0),
+    );
+  });
+
+  it('a path that is not a segment is a structure problem with the typed error', async () => {
+    const dir = await tmpDir();
+    const file = path.join(dir, 'notes.txt');
+    await writeFile(file, 'x');
+    const r = await verifySegment(file);
+    expect(r).toMatchObject({ path: file, ok: false, entries: 0, error: { code: 'NOT_A_SEGMENT', file } });
+    expect(r.problems).toEqual([
+      {
+        kind: 'structure',
+        message:
+          'not a log segment: Kafka names segments <20-digit base offset>.log (an .index, .timeindex or other file cannot be read as one)',
+        file,
+      },
+    ]);
   });
 });
 
