@@ -1,13 +1,13 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { crc32, type RecordBatchFields } from '@seglift/format';
+import { crc32, crc32c, type RecordBatchFields } from '@seglift/format';
 import { encodeLegacyEntry } from '@seglift/legacy';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
 import { describeSegment } from './describe.js';
 import { RecompressedBatchProofs, type UpconvertedRun, UpconvertedRunProofs } from './proofs.js';
 import { formatReportTable, reportsToJSON, summarize } from './report.js';
-import { mixedSegment, tmpDir, v2Batch, writeSegment } from './test-support/fixtures.js';
+import { mixedSegment, prng, tmpDir, v2Batch, writeSegment } from './test-support/fixtures.js';
 import { recoveryIndexes, shallowEntries } from './test-support/independent.js';
 import { type RewriteFiles, type VerifyRewriteOptions, verifyRewrite, verifySegment } from './verify.js';
 
@@ -675,6 +675,69 @@ describe('verifyRewrite', () => {
       file: files.log,
       position: 0,
       offset: 0n,
+    });
+  });
+
+  it('a proven run over several reader chunks (1 MiB): checksummed across the chunk boundaries', async () => {
+    // 2.5 MB of legacy messages with incompressible values: source and output span three chunks.
+    const rand = prng(7);
+    const big = Buffer.concat(
+      Array.from({ length: 300 }, (_, i) =>
+        encodeLegacyEntry(BigInt(i), {
+          magic: 1,
+          timestamp: 1_500_000_000_000n + BigInt(i),
+          key: null,
+          value: Buffer.from(Array.from({ length: 8192 }, () => Math.floor(rand() * 256))),
+        }),
+      ),
+    );
+    const out = await converted(big);
+    expect(out.length).toBeGreaterThan(2 * 1024 * 1024);
+    const batches = shallowEntries(out).length;
+    expect(batches).toBeGreaterThan(1);
+    const run: UpconvertedRun = {
+      sourceStart: 0,
+      sourceEnd: big.length,
+      sourceCrc: crc32(big),
+      outputStart: 0,
+      outputEnd: out.length,
+      outputCrc: crc32(out),
+      batches,
+    };
+    const runs = () => {
+      const r = new UpconvertedRunProofs();
+      r.add(run);
+      return r;
+    };
+    let { log, files } = await rewrite(big, out);
+    await expect(verifyRewrite(log, files, { baseOffset: 0n, runs: runs() })).resolves.toBeUndefined();
+    // Without the proof the records are compared one by one: the same answer.
+    await expect(verifyRewrite(log, files, { baseOffset: 0n })).resolves.toBeUndefined();
+    // A byte of the source in its last chunk.
+    const changed = Buffer.from(big);
+    changed[changed.length - 100] ^= 1;
+    ({ log, files } = await rewrite(changed, out));
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 0n, runs: runs() }))).toMatchObject({
+      field: 'source',
+      file: log,
+      position: 0,
+      detail: `verify mismatch in source: legacy entries [0, ${big.length}) are not the bytes converted (read back to ${big.length})`,
+    });
+    // A value byte of the last output batch, its CRC-32C made right again.
+    const forged = Buffer.from(out);
+    const last = shallowEntries(forged).at(-1)!;
+    forged[forged.length - 100] ^= 1;
+    forged.writeUInt32BE(crc32c(forged.subarray(last.position + 21)), last.position + 17);
+    ({ log, files } = await rewrite(big, forged));
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 0n, runs: runs() }))).toMatchObject({
+      field: 'batch',
+      file: files.log,
+      position: 0,
+      detail: `verify mismatch in batch: batches [0, ${out.length}) are not the ones written and proven for the legacy entries at 0`,
+    });
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 0n }))).toMatchObject({
+      field: 'value',
+      position: last.position,
     });
   });
 });
