@@ -1,7 +1,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { crc32, crc32c, type RecordBatchFields } from '@seglift/format';
-import { encodeLegacyEntry } from '@seglift/legacy';
+import { encodeCompressedWrapper, encodeLegacyEntry } from '@seglift/legacy';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
 import { describeSegment } from './describe.js';
@@ -738,6 +738,154 @@ describe('verifyRewrite', () => {
     expect(await rejection(verifyRewrite(log, files, { baseOffset: 0n }))).toMatchObject({
       field: 'value',
       position: last.position,
+    });
+  });
+
+  it('passes its limits and options to both reads: decompression limit, entry size, truncated tail, abort', async () => {
+    // v2 source batch and a legacy gzip wrapper, each decoded record by record (no proofs).
+    const wrapper = encodeCompressedWrapper({
+      magic: 0,
+      codec: 1,
+      messages: Array.from({ length: 4 }, (_, i) => ({
+        offset: BigInt(i),
+        key: null,
+        value: Buffer.alloc(300, 97),
+      })),
+    });
+    // A v0 wrapper's offset is its last inner message's.
+    for (const [source, offset] of [
+      [v2Batch(0n, [Buffer.alloc(1200, 98)], 1), 0n],
+      [Buffer.from(wrapper), 3n],
+    ] as const) {
+      const { log, files } = await rewrite(source, await converted(source));
+      await expect(verifyRewrite(log, files, { baseOffset: 0n })).resolves.toBeUndefined();
+      expect(
+        await rejection(verifyRewrite(log, files, { baseOffset: 0n, maxDecompressedBytes: 1000 })),
+      ).toMatchObject({ name: 'DecompressionLimitError', code: 'DECOMPRESSION_LIMIT', file: log, offset });
+    }
+    const source = src();
+    let { log, files } = await rewrite(source, out(), 5n);
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 5n, maxEntryBytes: 100 }))).toMatchObject({
+      name: 'CorruptRecordError',
+      file: log,
+      position: 0,
+    });
+    const ac = new AbortController();
+    ac.abort(new Error('stop'));
+    await expect(verifyRewrite(log, files, { baseOffset: 5n, signal: ac.signal })).rejects.toThrow('stop');
+    // A source with a partial entry at its end: refused unless the tail is accepted (and dropped).
+    ({ log, files } = await rewrite(Buffer.concat([source, source.subarray(0, 30)]), out(), 5n));
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 5n }))).toMatchObject({
+      name: 'TruncatedDataError',
+      file: log,
+      position: source.length,
+    });
+    await expect(
+      verifyRewrite(log, files, { baseOffset: 5n, acceptTruncatedTail: true }),
+    ).resolves.toBeUndefined();
+  });
+
+  it('a run proof whose output would end past the end of the new log is refused', async () => {
+    const source = legacy(0n, 4);
+    const out = await converted(source);
+    const runs = new UpconvertedRunProofs();
+    runs.add({
+      sourceStart: 0,
+      sourceEnd: source.length,
+      sourceCrc: crc32(source),
+      outputStart: 0,
+      outputEnd: out.length + 100,
+      outputCrc: crc32(out),
+      batches: 1,
+    });
+    const { log, files } = await rewrite(source, out);
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 0n, runs }))).toMatchObject({
+      field: 'batch',
+      position: 0,
+      detail: `verify mismatch in batch: batches [0, ${out.length + 100}) are not the ones written and proven for the legacy entries at 0`,
+    });
+  });
+});
+
+describe('verifySegment: index files and reports', () => {
+  it('index files that are not whole entries: one problem each, without an entry number or offset', async () => {
+    const dir = await tmpDir();
+    const log = await writeSegment(dir, v2Batch(0n, values(2, 'i'), 0));
+    await writeFile(log.replace(/\.log$/, '.index'), Buffer.alloc(5));
+    await writeFile(log.replace(/\.log$/, '.timeindex'), Buffer.alloc(13));
+    const r = await verifySegment(log);
+    expect(r).toMatchObject({
+      ok: false,
+      hasIndex: true,
+      hasTimeIndex: true,
+      indexEntries: 0,
+      timeIndexEntries: 0,
+    });
+    expect(r.problems).toEqual([
+      {
+        kind: 'index',
+        message: expect.not.stringMatching(/^entry /),
+        file: log.replace(/\.log$/, '.index'),
+        position: undefined,
+        offset: undefined,
+      },
+      {
+        kind: 'timeindex',
+        message: expect.not.stringMatching(/^entry /),
+        file: log.replace(/\.log$/, '.timeindex'),
+        position: undefined,
+        offset: undefined,
+      },
+    ]);
+  });
+
+  it('a batch whose records do not decode: the typed error with the file, its byte position and offset', async () => {
+    // A valid CRC over records that claim one record more than they hold.
+    const b = Buffer.from(v2Batch(40n, values(3, 'r'), 0));
+    b.writeInt32BE(4, 57);
+    b.writeUInt32BE(crc32c(b.subarray(21)), 17);
+    const first = v2Batch(37n, values(3, 'q'), 0);
+    const dir = await tmpDir();
+    const log = await writeSegment(dir, Buffer.concat([first, b]), 37n);
+    const r = await verifySegment(log);
+    // The records decoded before the bad one count; the offsets of the bad batch do not.
+    expect(r).toMatchObject({ ok: false, stoppedAtError: true, entries: 2, records: 6, lastOffset: '39' });
+    expect(r.error).toMatchObject({ file: log, offset: '40' });
+    expect(r.error?.position).toBeGreaterThan(first.length);
+    expect(r.problems).toEqual([
+      {
+        kind: 'structure',
+        message: r.error?.detail ?? expect.any(String),
+        file: log,
+        position: r.error?.position,
+        offset: '40',
+      },
+    ]);
+  });
+
+  it('durationMs is the time of the call, also for a path that is not a segment', async () => {
+    const dir = await tmpDir();
+    const log = await writeSegment(dir, v2Batch(0n, values(2, 'i'), 0));
+    const notes = path.join(dir, 'notes.txt');
+    await writeFile(notes, 'x');
+    for (const f of [log, notes]) {
+      const before = performance.now();
+      const r = await verifySegment(f);
+      const elapsed = performance.now() - before;
+      expect(r.durationMs).toBeGreaterThanOrEqual(0);
+      expect(r.durationMs).toBeLessThanOrEqual(elapsed);
+    }
+    const { durationMs, error, problems, ...rest } = await verifySegment(notes);
+    expect(rest).toEqual({
+      path: notes,
+      ok: false,
+      entries: 0,
+      records: 0,
+      bytes: 0,
+      indexEntries: 0,
+      timeIndexEntries: 0,
+      hasIndex: false,
+      hasTimeIndex: false,
     });
   });
 });
