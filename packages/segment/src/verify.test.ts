@@ -805,6 +805,25 @@ describe('verifyRewrite', () => {
       detail: `verify mismatch in batch: batches [0, ${out.length + 100}) are not the ones written and proven for the legacy entries at 0`,
     });
   });
+
+  it("indexes that are the recovery rule's but fail kafka-dump-log's check are refused (two batches with one last offset)", async () => {
+    // Both batches end at offset 7; the later one has the larger timestamp. The recovery rule's
+    // time index names offset 7 with it, the check looks offset 7 up in the first batch.
+    const later = { baseTimestamp: 1_600_000_002_000n, maxTimestamp: 1_600_000_002_014n };
+    const source = Buffer.concat([v2Batch(5n, values(3, 'a'), 1), v2Batch(5n, values(3, 'a'), 1, later)]);
+    const out = Buffer.concat([v2Batch(5n, values(3, 'a'), 4), v2Batch(5n, values(3, 'a'), 4, later)]);
+    const { log, files } = await rewrite(source, out, 0n, 1);
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 0n, indexIntervalBytes: 1 }))).toEqual({
+      name: 'VerifyMismatchError',
+      code: 'VERIFY_MISMATCH',
+      field: '.timeindex entry 0',
+      file: files.timeindex,
+      position: undefined,
+      offset: 7n,
+      detail:
+        'verify mismatch in .timeindex entry 0: index timestamp 1600000002014, log timestamp 1600000000014',
+    });
+  });
 });
 
 describe('verifySegment: index files and reports', () => {
