@@ -1,6 +1,6 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { crc32, crc32c, type RecordBatchFields } from '@seglift/format';
+import { compress, crc32, crc32c, type RecordBatchFields } from '@seglift/format';
 import { encodeCompressedWrapper, encodeLegacyEntry } from '@seglift/legacy';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
@@ -822,6 +822,30 @@ describe('verifyRewrite', () => {
       offset: 7n,
       detail:
         'verify mismatch in .timeindex entry 0: index timestamp 1600000002014, log timestamp 1600000000014',
+    });
+  });
+
+  it('inner CRCs of a legacy wrapper are checked again unless convert checked them in this run', async () => {
+    const inner = Buffer.from(encodeLegacyEntry(0n, { magic: 0, key: null, value: Buffer.from('abc') }));
+    inner[inner.length - 1] ^= 0xff;
+    const wrapper = encodeLegacyEntry(0n, {
+      magic: 0,
+      attributes: 1,
+      key: null,
+      value: compress(1, inner, { magic: 0 }),
+    });
+    const out = v2Batch(0n, [Buffer.from([0x61, 0x62, 0x63 ^ 0xff])], 0, {
+      baseTimestamp: -1n,
+      maxTimestamp: -1n,
+    });
+    const { log, files } = await rewrite(wrapper, out);
+    await expect(
+      verifyRewrite(log, files, { baseOffset: 0n, sourceCrcsChecked: true }),
+    ).resolves.toBeUndefined();
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 0n }))).toMatchObject({
+      name: 'CrcMismatchError',
+      file: log,
+      offset: 0n,
     });
   });
 });
