@@ -1,11 +1,12 @@
 import { mkdir, readFile, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { crc32c } from '@seglift/format';
+import { encodeLegacyEntry } from '@seglift/legacy';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
 import { formatReportTable } from './report.js';
 import { crashAfterOp, killLocks } from './test-support/crash.js';
-import { mixedSegment, tmpDir, v2Batch, writeSegment } from './test-support/fixtures.js';
+import { mixedSegment, prng, tmpDir, v2Batch, writeSegment } from './test-support/fixtures.js';
 import { ls, mtime, sha256 } from './test-support/helpers.js';
 import { independentRecords, recoveryIndexes, shallowEntries } from './test-support/independent.js';
 import { verifySegment } from './verify.js';
@@ -490,5 +491,70 @@ describe('convertSegment', () => {
     const r = await convertSegment(log, { codec: 'zstd', inPlace: true, signal: ac.signal });
     expect(r.result).toBe('failed');
     expect(r.reason).toContain('aborted');
+  });
+
+  it('names the option combination it refuses', async () => {
+    const { dir, log } = await setup();
+    const refused = [
+      [{}, 'convertSegment needs exactly one of outDir, stageDir or inPlace: true'],
+      [
+        { inPlace: true, outDir: dir },
+        'convertSegment needs exactly one of outDir, stageDir or inPlace: true',
+      ],
+      [
+        { outDir: dir, stageDir: dir },
+        'convertSegment needs exactly one of outDir, stageDir or inPlace: true',
+      ],
+      [{ outDir: dir, backupDir: dir }, 'backupDir needs inPlace'],
+      [{ outDir: dir, fromStage: dir }, 'fromStage needs inPlace'],
+    ] as const;
+    for (const [opts, detail] of refused) {
+      const r = await convertSegment(log, { codec: 'zstd', ...opts });
+      expect([r.result, r.error?.code, r.reason]).toEqual(['failed', 'INVALID_ARGUMENT', detail]);
+    }
+    expect(await ls(dir)).toEqual(['topic-0']);
+  });
+
+  it('segments larger than the reader chunk and the write buffers (1 MiB): batches written whole, progress every 8 MiB', async () => {
+    // Incompressible values: 300 legacy messages (2.5 MB, upconverted into several batches), a
+    // 1.5 MB v2 batch (written past the buffers on its own) and small batches around it.
+    const rand = prng(11);
+    const noise = (n: number) => Buffer.from(Array.from({ length: n }, () => Math.floor(rand() * 256)));
+    const legacy = Array.from({ length: 300 }, (_, i) =>
+      encodeLegacyEntry(BigInt(i), {
+        magic: 1,
+        timestamp: 1_500_000_000_000n + BigInt(i),
+        key: null,
+        value: noise(8192),
+      }),
+    );
+    const small = (at: bigint) => v2Batch(at, [noise(50_000), noise(50_000)], 1);
+    const seg = Buffer.concat([
+      ...legacy,
+      ...Array.from({ length: 12 }, (_, i) => small(300n + BigInt(i * 2))),
+      v2Batch(324n, [noise(1_500_000)], 1),
+      ...Array.from({ length: 12 }, (_, i) => small(325n + BigInt(i * 2))),
+    ]);
+    const { dir, log } = await setup(seg);
+    const progress: [number, number][] = [];
+    const outDir = path.join(dir, 'out');
+    const r = await convertSegment(log, {
+      codec: 'none',
+      outDir,
+      maxBatchBytes: 4 * 1024 * 1024,
+      onProgress: (d, t) => progress.push([d, t]),
+    });
+    expect(r.error).toBeUndefined();
+    expect(r).toMatchObject({ result: 'converted', batchesIn: 325, recordsIn: 349, recordsOut: 349 });
+    const out = await readFile(path.join(outDir, path.basename(log)));
+    expect(r.bytesOut).toBe(out.length);
+    expect(await independentRecords(out)).toEqual(await independentRecords(seg));
+    expect(r.batchesOut).toBe(shallowEntries(out).length);
+    // The first chunk read (1 MiB and less than a whole entry more), then not before 8 MiB more: the end.
+    expect(progress.length).toBe(2);
+    expect(progress[0][0]).toBeGreaterThan(1024 * 1024 - 9000);
+    expect(progress[0][0]).toBeLessThan(2 * 1024 * 1024);
+    expect(progress.map(([, t]) => t)).toEqual([seg.length, seg.length]);
+    expect(progress[1][0]).toBe(seg.length);
   });
 });
