@@ -557,4 +557,43 @@ describe('convertSegment', () => {
     expect(progress.map(([, t]) => t)).toEqual([seg.length, seg.length]);
     expect(progress[1][0]).toBe(seg.length);
   });
+
+  it('counts start over after the already-converted check; a skip counts what it read; outDir must not be the segment directory', async () => {
+    // The first batch is already zstd: the check reads it, stops at the gzip one, and the
+    // conversion counts both once.
+    const zstd = v2Batch(0n, [Buffer.from('a'), Buffer.from('b'), Buffer.from('c')], 4);
+    const seg = Buffer.concat([zstd, v2Batch(3n, [Buffer.from('d'), Buffer.from('e')], 1)]);
+    const { dir, log, pdir } = await setup(seg);
+    const r = await convertSegment(log, { codec: 'zstd', outDir: path.join(dir, 'o') });
+    expect(r).toMatchObject({
+      result: 'converted',
+      batchesIn: 2,
+      recordsIn: 5,
+      batchesCopied: 1,
+      codecMixIn: { 'v2/zstd': 1, 'v2/gzip': 1 },
+      codecOut: { 'v2/zstd': 2 },
+    });
+    expect((await convertSegment(log, { codec: 'zstd', inPlace: true })).result).toBe('converted');
+    const again = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    expect(again).toMatchObject({
+      result: 'skipped',
+      reason: 'already-target-codec',
+      batchesIn: 2,
+      recordsIn: 5,
+      codecMixIn: { 'v2/zstd': 2 },
+    });
+    const before = await sha256(log);
+    const same = await convertSegment(log, { codec: 'gzip', outDir: pdir });
+    expect([same.result, same.error?.code, same.reason]).toEqual([
+      'failed',
+      'INVALID_ARGUMENT',
+      'outDir is the segment directory',
+    ]);
+    expect(await sha256(log)).toBe(before);
+    expect(await ls(pdir)).toEqual([
+      '00000000000000000000.index',
+      '00000000000000000000.log',
+      '00000000000000000000.timeindex',
+    ]);
+  });
 });
