@@ -1,4 +1,4 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { compress, crc32, crc32c, type RecordBatchFields } from '@seglift/format';
 import { encodeCompressedWrapper, encodeLegacyEntry } from '@seglift/legacy';
@@ -848,6 +848,37 @@ describe('verifyRewrite', () => {
       offset: 0n,
     });
   });
+
+  it('a run recorded past the end of the source is refused even when the bytes there have its CRC', async () => {
+    const source = legacy(0n, 4);
+    const out = await converted(source);
+    const runs = new UpconvertedRunProofs();
+    runs.add({
+      sourceStart: 0,
+      sourceEnd: source.length + 10,
+      sourceCrc: crc32(source),
+      outputStart: 0,
+      outputEnd: out.length,
+      outputCrc: crc32(out),
+      batches: 1,
+    });
+    const { log, files } = await rewrite(source, out);
+    expect(await rejection(verifyRewrite(log, files, { baseOffset: 0n, runs }))).toMatchObject({
+      field: 'source',
+      file: log,
+      position: 0,
+      detail: `verify mismatch in source: legacy entries [0, ${source.length + 10}) are not the bytes converted (read back to ${source.length})`,
+    });
+  });
+
+  it('closes both files when it refuses a rewrite midway', async () => {
+    const fds = async () => (await readdir('/proc/self/fd')).length;
+    // Refused at the first batch, both files still being read.
+    const { log, files } = await rewrite(src(), out({ producerId: 7n }), 5n);
+    const before = await fds();
+    for (let i = 0; i < 3; i++) await rejection(verifyRewrite(log, files, { baseOffset: 5n }));
+    expect(await fds()).toBe(before);
+  });
 });
 
 describe('verifySegment: index files and reports', () => {
@@ -930,5 +961,61 @@ describe('verifySegment: index files and reports', () => {
       hasIndex: false,
       hasTimeIndex: false,
     });
+  });
+
+  it('the last offset: a compacted batch counts to its header, none for an empty segment or a first entry that fails', async () => {
+    const dir = await tmpDir();
+    // Records 0..2 of a batch whose last offset is 5 (compacted away), then offset 3: not after 5.
+    const compacted = v2Batch(0n, values(3, 'k'), 0, { lastOffsetDelta: 5 });
+    let log = await writeSegment(dir, compacted);
+    let r = await verifySegment(log);
+    expect(r).toMatchObject({ ok: true, records: 3, firstOffset: '0', lastOffset: '5' });
+    log = await writeSegment(dir, Buffer.concat([compacted, v2Batch(3n, values(1, 'l'), 0)]), 0n, 'topic-1');
+    r = await verifySegment(log);
+    expect(r.problems).toEqual([
+      {
+        kind: 'offsets',
+        message: 'offset 3 does not follow 5',
+        file: log,
+        position: compacted.length,
+        offset: '3',
+      },
+    ]);
+    log = await writeSegment(dir, new Uint8Array(0), 10n);
+    r = await verifySegment(log);
+    expect(r).toMatchObject({ ok: true, entries: 0, records: 0, bytes: 0, problems: [] });
+    expect(r.firstOffset).toBeUndefined();
+    expect(r.lastOffset).toBeUndefined();
+    // A CRC error in the first entry: nothing good before it.
+    const bad = Buffer.from(v2Batch(20n, values(2, 'm'), 0));
+    bad[bad.length - 1] ^= 1;
+    log = await writeSegment(dir, bad, 20n);
+    r = await verifySegment(log);
+    expect(r).toMatchObject({
+      ok: false,
+      stoppedAtError: true,
+      entries: 0,
+      error: { code: 'CRC_MISMATCH', offset: '20' },
+    });
+    expect(r.lastOffset).toBeUndefined();
+    // A partial entry too short to hold an offset: a problem without one.
+    log = await writeSegment(dir, Buffer.concat([v2Batch(30n, values(1, 'n'), 0), Buffer.alloc(5)]), 30n);
+    r = await verifySegment(log);
+    expect(r).toMatchObject({
+      ok: false,
+      stoppedAtError: true,
+      entries: 1,
+      lastOffset: '30',
+      error: { code: 'TRUNCATED' },
+    });
+    expect(r.problems).toEqual([
+      {
+        kind: 'structure',
+        message: 'partial entry at the end of the file: 5 bytes',
+        file: log,
+        position: v2Batch(30n, values(1, 'n'), 0).length,
+        offset: undefined,
+      },
+    ]);
   });
 });
