@@ -1,4 +1,4 @@
-import { mkdir, readFile, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { crc32c } from '@seglift/format';
 import { encodeLegacyEntry } from '@seglift/legacy';
@@ -595,5 +595,134 @@ describe('convertSegment', () => {
       '00000000000000000000.log',
       '00000000000000000000.timeindex',
     ]);
+  });
+
+  it('in place: the segment lock is held through the conversion (unless lock: false); beforeSwap runs under the partition lock and can refuse the swap', async () => {
+    const { dir, log, pdir } = await setup();
+    const segmentLock = path.join(pdir, '00000000000000000000.log.seglift.lock');
+    const partitionLock = path.join(pdir, 'seglift.partition.lock');
+    const exists = (f: string) =>
+      stat(f).then(
+        () => true,
+        () => false,
+      );
+    const seen: string[] = [];
+    const hooks = {
+      testHooks: {
+        beforeVerify: async () => {
+          seen.push(`verify: segment lock ${await exists(segmentLock)}`);
+        },
+      },
+      beforeSwap: async () => {
+        seen.push(
+          `swap: segment lock ${await exists(segmentLock)}, partition lock ${await exists(partitionLock)}`,
+        );
+      },
+    };
+    const before = await sha256(log);
+    // beforeSwap refuses: failed with its error, the original untouched, nothing left behind.
+    const refused = await convertSegment(log, {
+      codec: 'zstd',
+      inPlace: true,
+      ...hooks,
+      beforeSwap: async () => {
+        await hooks.beforeSwap();
+        throw new Error('lease lost');
+      },
+    });
+    expect([refused.result, refused.reason, refused.aborted]).toEqual(['failed', 'lease lost', undefined]);
+    expect(await sha256(log)).toBe(before);
+    expect(await ls(pdir)).toEqual(['00000000000000000000.log']);
+    // Aborted while waiting in beforeSwap: failed and marked aborted.
+    const ac = new AbortController();
+    const aborted = await convertSegment(log, {
+      codec: 'zstd',
+      inPlace: true,
+      signal: ac.signal,
+      beforeSwap: async () => ac.abort(new Error('shutdown')),
+    });
+    expect([aborted.result, aborted.aborted, aborted.reason]).toEqual(['failed', true, 'shutdown']);
+    expect(await sha256(log)).toBe(before);
+    const backupDir = path.join(dir, 'backup');
+    const r = await convertSegment(log, { codec: 'zstd', inPlace: true, backupDir, ...hooks });
+    expect(r).toMatchObject({ result: 'converted', outPath: log });
+    // The original had no index files: the .log is the one backup.
+    expect(r.backupPaths).toEqual([path.join(backupDir, 'topic-0', '00000000000000000000.log')]);
+    await writeFile(log, mixedSegment().bytes);
+    const unlocked = await convertSegment(log, { codec: 'zstd', inPlace: true, lock: false, ...hooks });
+    expect(unlocked.result).toBe('converted');
+    expect(seen).toEqual([
+      'verify: segment lock true',
+      'swap: segment lock true, partition lock true',
+      'verify: segment lock true',
+      'swap: segment lock true, partition lock true',
+      'verify: segment lock false',
+      'swap: segment lock false, partition lock true',
+    ]);
+    expect((await ls(pdir)).filter((n) => n.includes('lock'))).toEqual([]);
+  });
+
+  it("the active segment's rebuilt indexes must fit segment.index.bytes exactly; other segments any size", async () => {
+    const { log, pdir } = await setup();
+    const convert = (segmentIndexBytes: number, at = pdir) =>
+      convertSegment(path.join(at, '00000000000000000000.log'), {
+        codec: 'none',
+        outDir: path.join(at, '..', `o${segmentIndexBytes}`),
+        indexIntervalBytes: 1024,
+        segmentIndexBytes,
+      });
+    const refused = (idx: number, tix: number, limit: number) =>
+      `this is its partition's active (last) segment and its rebuilt indexes need ${idx} bytes (.index) and ${tix} bytes (.timeindex), more than segment.index.bytes (${limit}) holds: a broker would fail to load the partition. Give the topic's value with --segment-index-bytes, a larger --index-interval-bytes, or leave the active segment out`;
+    // mixedSegment: 5 offset index entries (40 bytes), 3 time index entries (36 bytes).
+    expect((await convert(40)).result).toBe('converted');
+    expect((await readFile(path.join(pdir, '..', 'o40', '00000000000000000000.index'))).length).toBe(40);
+    expect((await readFile(path.join(pdir, '..', 'o40', '00000000000000000000.timeindex'))).length).toBe(36);
+    expect((await convert(47)).result).toBe('converted');
+    // 39 holds 4 offset entries (32 bytes) and still the 3 time entries.
+    const r = await convert(39);
+    expect([r.result, r.error?.code, r.error?.file, r.reason]).toEqual([
+      'failed',
+      'INVALID_ARGUMENT',
+      log,
+      refused(40, 36, 39),
+    ]);
+    // Increasing timestamps: a time entry with every offset entry, so the time index is the larger.
+    const seg = Buffer.concat(
+      Array.from({ length: 6 }, (_, i) =>
+        v2Batch(
+          BigInt(i * 40),
+          Array.from({ length: 40 }, (_, k) => Buffer.from(`value ${i} ${k} ${'x'.repeat(20)}`)),
+          1,
+          {
+            baseTimestamp: 1_600_000_000_000n + BigInt(i * 1000),
+          },
+        ),
+      ),
+    );
+    const other = await setup(seg);
+    expect((await convert(60, other.pdir)).result).toBe('converted');
+    expect((await readFile(path.join(other.pdir, '..', 'o60', '00000000000000000000.index'))).length).toBe(
+      40,
+    );
+    expect(
+      (await readFile(path.join(other.pdir, '..', 'o60', '00000000000000000000.timeindex'))).length,
+    ).toBe(60);
+    // 59 holds the 5 offset entries and 4 time entries only.
+    expect((await convert(59, other.pdir)).reason).toBe(refused(40, 60, 59));
+    // Not the last segment of its partition: not checked.
+    await writeFile(path.join(pdir, '00000000000000009000.log'), '');
+    expect((await convert(8)).result).toBe('converted');
+  });
+
+  it('durationMs is the time of the call, rounded to 1/100 ms; throughput follows from it', async () => {
+    const { dir, log } = await setup();
+    const t0 = performance.now();
+    const r = await convertSegment(log, { codec: 'lz4', outDir: path.join(dir, 'o') });
+    const elapsed = performance.now() - t0;
+    expect(r.result).toBe('converted');
+    expect(r.durationMs).toBeGreaterThan(0);
+    expect(r.durationMs).toBeLessThanOrEqual(elapsed + 0.005);
+    expect(Math.abs(r.durationMs * 100 - Math.round(r.durationMs * 100))).toBeLessThan(1e-6);
+    expect(r.throughputMBps).toBe(Math.round((r.bytesIn / 1e6 / (r.durationMs / 1000)) * 100) / 100);
   });
 });
