@@ -879,6 +879,24 @@ describe('verifyRewrite', () => {
     for (let i = 0; i < 3; i++) await rejection(verifyRewrite(log, files, { baseOffset: 5n }));
     expect(await fds()).toBe(before);
   });
+
+  it('checks the stored CRC of every unproven source entry, with or without proofs of other batches', async () => {
+    // Only the stored CRC field is wrong (a legacy entry's at byte 12): the records decode the same.
+    const good = legacy(0n, 3);
+    const bad = Buffer.from(good);
+    const second = legacy(0n, 1).length;
+    bad.writeUInt32BE((bad.readUInt32BE(second + 12) ^ 1) >>> 0, second + 12);
+    const { log, files } = await rewrite(bad, await converted(good));
+    // With proofs of other batches (none of these entries) and without any.
+    for (const proofs of [new RecompressedBatchProofs(), undefined])
+      expect(await rejection(verifyRewrite(log, files, { baseOffset: 0n, proofs }))).toMatchObject({
+        name: 'CrcMismatchError',
+        file: log,
+        // A legacy entry's CRC error names the entry's position.
+        position: second,
+        offset: 1n,
+      });
+  });
 });
 
 describe('verifySegment: index files and reports', () => {
