@@ -5,9 +5,9 @@ import path from 'node:path';
 
 /**
  * Each file of the safety core and the tests run against its mutants: the in-process tests that
- * exercise it and finish in seconds (vitest.mutation.config.ts). Left out: crash.test.ts (minutes
- * per run, rerun for every covered mutant), the fuzz suites of the pipeline, and tests of the
- * built dist/ (a mutant of src/ never reaches them).
+ * exercise it and finish in seconds (vitest.mutation.config.ts). Left out: crash.test.ts and
+ * two-phase-crash.test.ts (minutes per run, rerun for every covered mutant), the fuzz suites of
+ * the pipeline, and tests of the built dist/ (a mutant of src/ never reaches them).
  */
 const seg = (...names) => names.map((n) => `packages/segment/src/${n}.test.ts`);
 export const TESTS_FOR = {
@@ -15,7 +15,8 @@ export const TESTS_FOR = {
   'packages/segment/src/leftovers.ts': seg('leftovers', 'durability', 'convert', 'concurrency'),
   'packages/segment/src/lock.ts': seg('lock', 'leftovers', 'concurrency', 'durability'),
   'packages/segment/src/verify.ts': seg('verify', 'faults', 'convert'),
-  'packages/segment/src/convert.ts': seg('convert', 'faults', 'leftovers', 'durability'),
+  // two-phase.test.ts: the stageDir/fromStage paths (prepare and commit), in about a second.
+  'packages/segment/src/convert.ts': seg('convert', 'faults', 'leftovers', 'durability', 'two-phase'),
   'packages/legacy/src/upconvert.ts': ['packages/legacy/src/upconvert.test.ts'],
   'packages/format/src/index-file.ts': [
     'packages/format/src/index-file.test.ts',

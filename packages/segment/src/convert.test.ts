@@ -1,11 +1,12 @@
-import { mkdir, readFile, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { crc32c } from '@seglift/format';
+import { encodeLegacyEntry } from '@seglift/legacy';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
 import { formatReportTable } from './report.js';
 import { crashAfterOp, killLocks } from './test-support/crash.js';
-import { mixedSegment, tmpDir, v2Batch, writeSegment } from './test-support/fixtures.js';
+import { mixedSegment, prng, tmpDir, v2Batch, writeSegment } from './test-support/fixtures.js';
 import { ls, mtime, sha256 } from './test-support/helpers.js';
 import { independentRecords, recoveryIndexes, shallowEntries } from './test-support/independent.js';
 import { verifySegment } from './verify.js';
@@ -490,5 +491,238 @@ describe('convertSegment', () => {
     const r = await convertSegment(log, { codec: 'zstd', inPlace: true, signal: ac.signal });
     expect(r.result).toBe('failed');
     expect(r.reason).toContain('aborted');
+  });
+
+  it('names the option combination it refuses', async () => {
+    const { dir, log } = await setup();
+    const refused = [
+      [{}, 'convertSegment needs exactly one of outDir, stageDir or inPlace: true'],
+      [
+        { inPlace: true, outDir: dir },
+        'convertSegment needs exactly one of outDir, stageDir or inPlace: true',
+      ],
+      [
+        { outDir: dir, stageDir: dir },
+        'convertSegment needs exactly one of outDir, stageDir or inPlace: true',
+      ],
+      [{ outDir: dir, backupDir: dir }, 'backupDir needs inPlace'],
+      [{ outDir: dir, fromStage: dir }, 'fromStage needs inPlace'],
+    ] as const;
+    for (const [opts, detail] of refused) {
+      const r = await convertSegment(log, { codec: 'zstd', ...opts });
+      expect([r.result, r.error?.code, r.reason]).toEqual(['failed', 'INVALID_ARGUMENT', detail]);
+    }
+    expect(await ls(dir)).toEqual(['topic-0']);
+  });
+
+  it('segments larger than the reader chunk and the write buffers (1 MiB): batches written whole, progress every 8 MiB', async () => {
+    // Incompressible values: 300 legacy messages (2.5 MB, upconverted into several batches), a
+    // 1.5 MB v2 batch (written past the buffers on its own) and small batches around it.
+    const rand = prng(11);
+    const noise = (n: number) => Buffer.from(Array.from({ length: n }, () => Math.floor(rand() * 256)));
+    const legacy = Array.from({ length: 300 }, (_, i) =>
+      encodeLegacyEntry(BigInt(i), {
+        magic: 1,
+        timestamp: 1_500_000_000_000n + BigInt(i),
+        key: null,
+        value: noise(8192),
+      }),
+    );
+    const small = (at: bigint) => v2Batch(at, [noise(50_000), noise(50_000)], 1);
+    const seg = Buffer.concat([
+      ...legacy,
+      ...Array.from({ length: 12 }, (_, i) => small(300n + BigInt(i * 2))),
+      v2Batch(324n, [noise(1_500_000)], 1),
+      ...Array.from({ length: 12 }, (_, i) => small(325n + BigInt(i * 2))),
+    ]);
+    const { dir, log } = await setup(seg);
+    const progress: [number, number][] = [];
+    const outDir = path.join(dir, 'out');
+    const r = await convertSegment(log, {
+      codec: 'none',
+      outDir,
+      maxBatchBytes: 4 * 1024 * 1024,
+      onProgress: (d, t) => progress.push([d, t]),
+    });
+    expect(r.error).toBeUndefined();
+    expect(r).toMatchObject({ result: 'converted', batchesIn: 325, recordsIn: 349, recordsOut: 349 });
+    const out = await readFile(path.join(outDir, path.basename(log)));
+    expect(r.bytesOut).toBe(out.length);
+    expect(await independentRecords(out)).toEqual(await independentRecords(seg));
+    expect(r.batchesOut).toBe(shallowEntries(out).length);
+    // The first chunk read (1 MiB and less than a whole entry more), then not before 8 MiB more: the end.
+    expect(progress.length).toBe(2);
+    expect(progress[0][0]).toBeGreaterThan(1024 * 1024 - 9000);
+    expect(progress[0][0]).toBeLessThan(2 * 1024 * 1024);
+    expect(progress.map(([, t]) => t)).toEqual([seg.length, seg.length]);
+    expect(progress[1][0]).toBe(seg.length);
+  });
+
+  it('counts start over after the already-converted check; a skip counts what it read; outDir must not be the segment directory', async () => {
+    // The first batch is already zstd: the check reads it, stops at the gzip one, and the
+    // conversion counts both once.
+    const zstd = v2Batch(0n, [Buffer.from('a'), Buffer.from('b'), Buffer.from('c')], 4);
+    const seg = Buffer.concat([zstd, v2Batch(3n, [Buffer.from('d'), Buffer.from('e')], 1)]);
+    const { dir, log, pdir } = await setup(seg);
+    const r = await convertSegment(log, { codec: 'zstd', outDir: path.join(dir, 'o') });
+    expect(r).toMatchObject({
+      result: 'converted',
+      batchesIn: 2,
+      recordsIn: 5,
+      batchesCopied: 1,
+      codecMixIn: { 'v2/zstd': 1, 'v2/gzip': 1 },
+      codecOut: { 'v2/zstd': 2 },
+    });
+    expect((await convertSegment(log, { codec: 'zstd', inPlace: true })).result).toBe('converted');
+    const again = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    expect(again).toMatchObject({
+      result: 'skipped',
+      reason: 'already-target-codec',
+      batchesIn: 2,
+      recordsIn: 5,
+      codecMixIn: { 'v2/zstd': 2 },
+    });
+    const before = await sha256(log);
+    const same = await convertSegment(log, { codec: 'gzip', outDir: pdir });
+    expect([same.result, same.error?.code, same.reason]).toEqual([
+      'failed',
+      'INVALID_ARGUMENT',
+      'outDir is the segment directory',
+    ]);
+    expect(await sha256(log)).toBe(before);
+    expect(await ls(pdir)).toEqual([
+      '00000000000000000000.index',
+      '00000000000000000000.log',
+      '00000000000000000000.timeindex',
+    ]);
+  });
+
+  it('in place: the segment lock is held through the conversion (unless lock: false); beforeSwap runs under the partition lock and can refuse the swap', async () => {
+    const { dir, log, pdir } = await setup();
+    const segmentLock = path.join(pdir, '00000000000000000000.log.seglift.lock');
+    const partitionLock = path.join(pdir, 'seglift.partition.lock');
+    const exists = (f: string) =>
+      stat(f).then(
+        () => true,
+        () => false,
+      );
+    const seen: string[] = [];
+    const hooks = {
+      testHooks: {
+        beforeVerify: async () => {
+          seen.push(`verify: segment lock ${await exists(segmentLock)}`);
+        },
+      },
+      beforeSwap: async () => {
+        seen.push(
+          `swap: segment lock ${await exists(segmentLock)}, partition lock ${await exists(partitionLock)}`,
+        );
+      },
+    };
+    const before = await sha256(log);
+    // beforeSwap refuses: failed with its error, the original untouched, nothing left behind.
+    const refused = await convertSegment(log, {
+      codec: 'zstd',
+      inPlace: true,
+      ...hooks,
+      beforeSwap: async () => {
+        await hooks.beforeSwap();
+        throw new Error('lease lost');
+      },
+    });
+    expect([refused.result, refused.reason, refused.aborted]).toEqual(['failed', 'lease lost', undefined]);
+    expect(await sha256(log)).toBe(before);
+    expect(await ls(pdir)).toEqual(['00000000000000000000.log']);
+    // Aborted while waiting in beforeSwap: failed and marked aborted.
+    const ac = new AbortController();
+    const aborted = await convertSegment(log, {
+      codec: 'zstd',
+      inPlace: true,
+      signal: ac.signal,
+      beforeSwap: async () => ac.abort(new Error('shutdown')),
+    });
+    expect([aborted.result, aborted.aborted, aborted.reason]).toEqual(['failed', true, 'shutdown']);
+    expect(await sha256(log)).toBe(before);
+    const backupDir = path.join(dir, 'backup');
+    const r = await convertSegment(log, { codec: 'zstd', inPlace: true, backupDir, ...hooks });
+    expect(r).toMatchObject({ result: 'converted', outPath: log });
+    // The original had no index files: the .log is the one backup.
+    expect(r.backupPaths).toEqual([path.join(backupDir, 'topic-0', '00000000000000000000.log')]);
+    await writeFile(log, mixedSegment().bytes);
+    const unlocked = await convertSegment(log, { codec: 'zstd', inPlace: true, lock: false, ...hooks });
+    expect(unlocked.result).toBe('converted');
+    expect(seen).toEqual([
+      'verify: segment lock true',
+      'swap: segment lock true, partition lock true',
+      'verify: segment lock true',
+      'swap: segment lock true, partition lock true',
+      'verify: segment lock false',
+      'swap: segment lock false, partition lock true',
+    ]);
+    expect((await ls(pdir)).filter((n) => n.includes('lock'))).toEqual([]);
+  });
+
+  it("the active segment's rebuilt indexes must fit segment.index.bytes exactly; other segments any size", async () => {
+    const { log, pdir } = await setup();
+    const convert = (segmentIndexBytes: number, at = pdir) =>
+      convertSegment(path.join(at, '00000000000000000000.log'), {
+        codec: 'none',
+        outDir: path.join(at, '..', `o${segmentIndexBytes}`),
+        indexIntervalBytes: 1024,
+        segmentIndexBytes,
+      });
+    const refused = (idx: number, tix: number, limit: number) =>
+      `this is its partition's active (last) segment and its rebuilt indexes need ${idx} bytes (.index) and ${tix} bytes (.timeindex), more than segment.index.bytes (${limit}) holds: a broker would fail to load the partition. Give the topic's value with --segment-index-bytes, a larger --index-interval-bytes, or leave the active segment out`;
+    // mixedSegment: 5 offset index entries (40 bytes), 3 time index entries (36 bytes).
+    expect((await convert(40)).result).toBe('converted');
+    expect((await readFile(path.join(pdir, '..', 'o40', '00000000000000000000.index'))).length).toBe(40);
+    expect((await readFile(path.join(pdir, '..', 'o40', '00000000000000000000.timeindex'))).length).toBe(36);
+    expect((await convert(47)).result).toBe('converted');
+    // 39 holds 4 offset entries (32 bytes) and still the 3 time entries.
+    const r = await convert(39);
+    expect([r.result, r.error?.code, r.error?.file, r.reason]).toEqual([
+      'failed',
+      'INVALID_ARGUMENT',
+      log,
+      refused(40, 36, 39),
+    ]);
+    // Increasing timestamps: a time entry with every offset entry, so the time index is the larger.
+    const seg = Buffer.concat(
+      Array.from({ length: 6 }, (_, i) =>
+        v2Batch(
+          BigInt(i * 40),
+          Array.from({ length: 40 }, (_, k) => Buffer.from(`value ${i} ${k} ${'x'.repeat(20)}`)),
+          1,
+          {
+            baseTimestamp: 1_600_000_000_000n + BigInt(i * 1000),
+          },
+        ),
+      ),
+    );
+    const other = await setup(seg);
+    expect((await convert(60, other.pdir)).result).toBe('converted');
+    expect((await readFile(path.join(other.pdir, '..', 'o60', '00000000000000000000.index'))).length).toBe(
+      40,
+    );
+    expect(
+      (await readFile(path.join(other.pdir, '..', 'o60', '00000000000000000000.timeindex'))).length,
+    ).toBe(60);
+    // 59 holds the 5 offset entries and 4 time entries only.
+    expect((await convert(59, other.pdir)).reason).toBe(refused(40, 60, 59));
+    // Not the last segment of its partition: not checked.
+    await writeFile(path.join(pdir, '00000000000000009000.log'), '');
+    expect((await convert(8)).result).toBe('converted');
+  });
+
+  it('durationMs is the time of the call, rounded to 1/100 ms; throughput follows from it', async () => {
+    const { dir, log } = await setup();
+    const t0 = performance.now();
+    const r = await convertSegment(log, { codec: 'lz4', outDir: path.join(dir, 'o') });
+    const elapsed = performance.now() - t0;
+    expect(r.result).toBe('converted');
+    expect(r.durationMs).toBeGreaterThan(0);
+    expect(r.durationMs).toBeLessThanOrEqual(elapsed + 0.005);
+    expect(Math.abs(r.durationMs * 100 - Math.round(r.durationMs * 100))).toBeLessThan(1e-6);
+    expect(r.throughputMBps).toBe(Math.round((r.bytesIn / 1e6 / (r.durationMs / 1000)) * 100) / 100);
   });
 });
