@@ -13,7 +13,7 @@ const seg = (...names) => names.map((n) => `packages/segment/src/${n}.test.ts`);
 export const TESTS_FOR = {
   'packages/segment/src/swap.ts': seg('swap', 'leftovers', 'durability', 'convert', 'concurrency'),
   'packages/segment/src/leftovers.ts': seg('leftovers', 'durability', 'convert', 'concurrency'),
-  'packages/segment/src/lock.ts': seg('lock', 'leftovers', 'concurrency', 'durability'),
+  'packages/segment/src/lock.ts': seg('lock', 'lock-races', 'leftovers', 'concurrency', 'durability'),
   'packages/segment/src/verify.ts': seg('verify', 'faults', 'convert'),
   'packages/segment/src/convert.ts': seg('convert', 'faults', 'leftovers', 'durability'),
   'packages/legacy/src/upconvert.ts': ['packages/legacy/src/upconvert.test.ts'],
