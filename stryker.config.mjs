@@ -16,7 +16,10 @@ export const TESTS_FOR = {
   'packages/segment/src/lock.ts': seg('lock', 'lock-races', 'leftovers', 'concurrency', 'durability'),
   'packages/segment/src/verify.ts': seg('verify', 'faults', 'convert'),
   'packages/segment/src/convert.ts': seg('convert', 'faults', 'leftovers', 'durability'),
-  'packages/legacy/src/upconvert.ts': ['packages/legacy/src/upconvert.test.ts'],
+  'packages/legacy/src/upconvert.ts': [
+    'packages/legacy/src/upconvert.test.ts',
+    'packages/legacy/src/upconvert-limits.test.ts',
+  ],
   'packages/format/src/index-file.ts': [
     'packages/format/src/index-file.test.ts',
     'packages/format/src/index-file.fuzz.test.ts',

@@ -1,0 +1,214 @@
+/**
+ * Where the Upconverter splits batches for a given maxBatchBytes, pinned record by record, on
+ * both of its paths: the fast one (offsets and timestamps below 2^52) and the general one (an
+ * offset of 2^53 sends every record through decodeLegacyRecords and bigint offsets). And the
+ * exact texts and contexts of its errors.
+ */
+import {
+  CompressionType,
+  CorruptRecordError,
+  checkRecordBatchCrc,
+  decodeRecords,
+  InvalidArgumentError,
+  readRecordBatchHeader,
+} from '@seglift/format';
+import { describe, expect, it } from 'vitest';
+import { encodeLegacyEntry } from './message.js';
+import { type OversizeBatch, Upconverter, type UpconverterOptions } from './upconvert.js';
+import { encodeCompressedWrapper } from './writer.js';
+
+const { GZIP, LZ4 } = CompressionType;
+const FAST = 1000n;
+const GENERAL = 2n ** 53n;
+
+/** Incompressible bytes (xorshift32), so compressed sizes stay close to the plain ones. */
+function noise(seed: number, n: number): Uint8Array {
+  const out = new Uint8Array(n);
+  let x = seed;
+  for (let i = 0; i < n; i++) {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    out[i] = x & 0xff;
+  }
+  return out;
+}
+
+/**
+ * One gzip wrapper of ten CreateTime messages at base, base + 1, …, timestamps 1.6e12 + i, no
+ * key. Each becomes a v2 record of 7 + valueLength bytes here (length, attributes, timestamp
+ * delta, offset delta, null key, value length: one byte each; the value; no headers: one byte).
+ */
+function wrapperOfTen(base: bigint, value: (i: number) => Uint8Array): Uint8Array {
+  return encodeCompressedWrapper({
+    magic: 1,
+    codec: GZIP,
+    messages: Array.from({ length: 10 }, (_, i) => ({
+      offset: base + BigInt(i),
+      timestamp: 1_600_000_000_000n + BigInt(i),
+      key: null,
+      value: value(i),
+    })),
+  });
+}
+
+/** Each batch as [baseOffset, record count, bytes], and the stats and oversize reports. */
+function split(entry: Uint8Array, options: UpconverterOptions) {
+  const oversize: OversizeBatch[] = [];
+  const up = new Upconverter({ ...options, onOversizeBatch: (b) => oversize.push(b) });
+  const batches = [...up.push(entry), ...up.flush()];
+  const shape = batches.map((b) => {
+    const h = readRecordBatchHeader(b);
+    checkRecordBatchCrc(b);
+    // CreateTime, the codec asked for; records at consecutive offsets, as many as the header says.
+    expect(h.attributes).toBe(options.codec ?? 0);
+    expect(decodeRecords(b).map((r) => r.offsetDelta)).toEqual(
+      Array.from({ length: h.recordsCount }, (_, i) => i),
+    );
+    expect(h.lastOffsetDelta + 1).toBe(h.recordsCount);
+    return [h.baseOffset, h.recordsCount, b.length] as const;
+  });
+  return { shape, stats: up.stats, oversize, batches };
+}
+
+/** The expected [baseOffset, count, bytes] of consecutive batches from `base` on. */
+function batchesOf(base: bigint, ...counts: [number, number][]) {
+  let at = base;
+  return counts.map(([n, bytes]) => {
+    const b = [at, n, bytes] as const;
+    at += BigInt(n);
+    return b;
+  });
+}
+
+describe.each([
+  ['fast path', FAST],
+  ['general path', GENERAL],
+])('Upconverter batch limits, %s', (_, base) => {
+  it('codec none: a batch ends before the record that would pass maxBatchBytes; reaching it exactly fits', () => {
+    // 10-byte values: 17-byte records, a batch of k records is 61 + 17k bytes.
+    const entry = wrapperOfTen(base, (i) => new Uint8Array(10).fill(97 + i));
+    const at = (maxBatchBytes: number) => split(entry, { maxBatchBytes });
+    let r = at(231);
+    expect(r.shape).toEqual(batchesOf(base, [10, 231]));
+    expect(r.stats).toMatchObject({ batchesOut: 1, bytesOut: 231, splitBatches: 0, oversizeBatches: 0 });
+    r = at(230);
+    expect(r.shape).toEqual(batchesOf(base, [9, 214], [1, 78]));
+    expect(r.stats).toMatchObject({ batchesOut: 2, bytesOut: 292, splitBatches: 1, oversizeBatches: 0 });
+    r = at(112);
+    expect(r.shape).toEqual(batchesOf(base, [3, 112], [3, 112], [3, 112], [1, 78]));
+    expect(r.stats).toMatchObject({ batchesOut: 4, bytesOut: 414, splitBatches: 3 });
+    r = at(111);
+    expect(r.shape).toEqual(batchesOf(base, [2, 95], [2, 95], [2, 95], [2, 95], [2, 95]));
+    expect(r.stats).toMatchObject({ batchesOut: 5, bytesOut: 475, splitBatches: 4 });
+    // Below one record's batch: each record alone, each reported as oversize.
+    r = at(77);
+    expect(r.shape).toEqual(
+      batchesOf(base, ...Array.from({ length: 10 }, () => [1, 78] as [number, number])),
+    );
+    expect(r.stats).toMatchObject({ batchesOut: 10, splitBatches: 9, oversizeBatches: 10 });
+    expect(r.oversize[3]).toEqual({
+      baseOffset: base + 3n,
+      lastOffset: base + 3n,
+      sizeInBytes: 78,
+      maxBatchBytes: 77,
+    });
+  });
+
+  it('compressed (LZ4): a batch over maxBatchBytes is cut into ceil(size / max * 1.1) parts of ceil(n / parts) records, again while a part is over', () => {
+    // 100 incompressible bytes a value: the ten records in one LZ4 batch are 1166 bytes, four
+    // 512, three 403, two 294, five 621.
+    const entry = wrapperOfTen(base, (i) => noise(i + 1, 100));
+    const at = (maxBatchBytes: number) => split(entry, { codec: LZ4, maxBatchBytes });
+    expect(at(1166).shape).toEqual(batchesOf(base, [10, 1166]));
+    // 1166 / 1165 * 1.1 -> 2 parts of 5.
+    let r = at(1165);
+    expect(r.shape).toEqual(batchesOf(base, [5, 621], [5, 621]));
+    expect(r.stats).toMatchObject({ batchesOut: 2, bytesOut: 1242, splitBatches: 1, oversizeBatches: 0 });
+    // 1166 / 520 * 1.1 = 2.47 -> 3 parts of 4 (the last one has 2).
+    r = at(520);
+    expect(r.shape).toEqual(batchesOf(base, [4, 512], [4, 512], [2, 294]));
+    expect(r.stats).toMatchObject({ batchesOut: 3, splitBatches: 2 });
+    // 1166 / 450 * 1.1 = 2.85 -> parts of 4, each 512 / 450 * 1.1 = 1.25 -> at least 2: of 2.
+    expect(at(450).shape).toEqual(batchesOf(base, [2, 294], [2, 294], [2, 294], [2, 294], [2, 294]));
+    // 1166 / 400 * 1.1 = 3.2 -> 4 parts of 3, each over 400 -> 2 + 1; the last part, 1, as it is.
+    r = at(400);
+    expect(r.shape).toEqual(
+      batchesOf(base, [2, 294], [1, 185], [2, 294], [1, 185], [2, 294], [1, 185], [1, 185]),
+    );
+    expect(r.stats).toMatchObject({ batchesOut: 7, splitBatches: 6, oversizeBatches: 0 });
+    // 1166 / 62 * 1.1 = 20.7 parts, at most one a record; each still over: emitted, reported.
+    r = at(62);
+    expect(r.shape.map(([, n]) => n)).toEqual(Array.from({ length: 10 }, () => 1));
+    expect(r.stats).toMatchObject({ batchesOut: 10, splitBatches: 9, oversizeBatches: 10 });
+  });
+
+  it('a record over maxBatchBytes with no oversize listener is emitted alone all the same', () => {
+    const entry = wrapperOfTen(base, (i) => noise(i + 1, 100));
+    for (const codec of [0, LZ4] as const) {
+      const up = new Upconverter({ codec, maxBatchBytes: 100 });
+      const batches = [...up.push(entry), ...up.flush()];
+      expect(batches.map((b) => readRecordBatchHeader(b).baseOffset)).toEqual(
+        Array.from({ length: 10 }, (_, i) => base + BigInt(i)),
+      );
+      expect(up.stats).toMatchObject({ batchesOut: 10, oversizeBatches: 10, splitBatches: 9 });
+    }
+  });
+});
+
+describe('Upconverter errors', () => {
+  const entry = (offset: bigint, value = 'v') =>
+    encodeLegacyEntry(offset, { magic: 0, key: null, value: new Uint8Array(Buffer.from(value)) });
+
+  it('an offset that does not increase: CorruptRecordError naming both offsets, with the offset as context', () => {
+    for (const [first, next] of [
+      [5n, 5n],
+      [7n, 6n],
+      [GENERAL, GENERAL],
+      [GENERAL + 2n, GENERAL + 1n],
+    ]) {
+      for (const grouping of ['kafka', 'coalesce'] as const) {
+        const up = new Upconverter({ grouping });
+        up.push(entry(first));
+        let err: unknown;
+        try {
+          up.push(entry(next));
+        } catch (e) {
+          err = e;
+        }
+        expect(err).toBeInstanceOf(CorruptRecordError);
+        expect(err).toMatchObject({
+          detail: `offset ${next} follows offset ${first}: offsets must increase`,
+          offset: next,
+        });
+      }
+    }
+  });
+
+  it('an offset that does not increase from the fast path into the general one', () => {
+    const up = new Upconverter({ grouping: 'coalesce' });
+    up.push(entry(GENERAL - 1n));
+    expect(() => up.push(entry(GENERAL - 1n))).toThrow(
+      `offset ${GENERAL - 1n} follows offset ${GENERAL - 1n}: offsets must increase`,
+    );
+    up.push(entry(GENERAL));
+    expect(() => up.push(entry(GENERAL - 1n))).toThrow(
+      `offset ${GENERAL - 1n} follows offset ${GENERAL}: offsets must increase`,
+    );
+    expect(up.flush().map((b) => readRecordBatchHeader(b).baseOffset)).toEqual([GENERAL - 1n]);
+  });
+
+  it('bad options: InvalidArgumentError saying which and what was given', () => {
+    expect(() => new Upconverter({ maxBatchBytes: 61 })).toThrow(
+      new InvalidArgumentError('maxBatchBytes must exceed 61, got 61'),
+    );
+    expect(() => new Upconverter({ grouping: 'other' as 'kafka' })).toThrow(
+      new InvalidArgumentError('unknown grouping other'),
+    );
+    expect(new Upconverter({ maxBatchBytes: 62 }).maxBatchBytes).toBe(62);
+    expect(new Upconverter({}).grouping).toBe('kafka');
+    expect(new Upconverter({}).coalesceBytes).toBe(1_048_576);
+  });
+});
