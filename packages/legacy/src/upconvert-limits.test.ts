@@ -1,7 +1,7 @@
 /**
  * Where the Upconverter splits batches for a given maxBatchBytes, pinned record by record, on
  * both of its paths: the fast one (offsets and timestamps below 2^52) and the general one (an
- * offset of 2^53 sends every record through decodeLegacyRecords and bigint offsets). And the
+ * offset past 2^53 sends every record through decodeLegacyRecords and bigint offsets). And the
  * exact texts and contexts of its errors.
  */
 import {
@@ -19,7 +19,9 @@ import { encodeCompressedWrapper } from './writer.js';
 
 const { GZIP, LZ4 } = CompressionType;
 const FAST = 1000n;
-const GENERAL = 2n ** 53n;
+// Past 2^53 (the general path); 2^20 more, so that a sum of two offsets where their difference
+// belongs shows in a varint's size.
+const GENERAL = 2n ** 53n + 2n ** 20n;
 
 /** Incompressible bytes (xorshift32), so compressed sizes stay close to the plain ones. */
 function noise(seed: number, n: number): Uint8Array {
@@ -145,6 +147,29 @@ describe.each([
     expect(r.stats).toMatchObject({ batchesOut: 10, splitBatches: 9, oversizeBatches: 10 });
   });
 
+  it('coalesce: plain entries share a batch up to coalesceBytes exactly', () => {
+    // 17-byte records (10-byte values), so k records are 61 + 17k bytes; CreateTime, v1.
+    const entries = Array.from({ length: 7 }, (_, i) =>
+      encodeLegacyEntry(base + BigInt(i), {
+        magic: 1,
+        timestamp: 1_600_000_000_000n + BigInt(i),
+        key: null,
+        value: new Uint8Array(10).fill(97 + i),
+      }),
+    );
+    for (const [coalesceBytes, counts] of [
+      [61 + 3 * 17, [3, 3, 1]],
+      [61 + 3 * 17 - 1, [2, 2, 2, 1]],
+      [61 + 7 * 17, [7]],
+    ] as const) {
+      const up = new Upconverter({ grouping: 'coalesce', coalesceBytes });
+      const batches = [...entries.flatMap((e) => up.push(e)), ...up.flush()];
+      expect(batches.map((b) => readRecordBatchHeader(b).recordsCount)).toEqual(counts);
+      expect(batches.map((b) => b.length)).toEqual(counts.map((n) => 61 + 17 * n));
+      expect(readRecordBatchHeader(batches[0]).baseOffset).toBe(base);
+    }
+  });
+
   it('a record over maxBatchBytes with no oversize listener is emitted alone all the same', () => {
     const entry = wrapperOfTen(base, (i) => noise(i + 1, 100));
     for (const codec of [0, LZ4] as const) {
@@ -187,17 +212,26 @@ describe('Upconverter errors', () => {
     }
   });
 
-  it('an offset that does not increase from the fast path into the general one', () => {
+  it('an offset that does not increase, on the record that moves the stream to the general path', () => {
+    // A timestamp past 2^52 is what the fast path leaves to the general one, for the rest of the stream.
+    const late = (offset: bigint) =>
+      encodeLegacyEntry(offset, { magic: 1, timestamp: 2n ** 60n, key: null, value: new Uint8Array(1) });
+    for (const [first, next] of [
+      [10n, 10n],
+      [10n, 9n],
+    ]) {
+      const up = new Upconverter({ grouping: 'coalesce' });
+      up.push(entry(first));
+      expect(() => up.push(late(next))).toThrow(
+        new CorruptRecordError(`offset ${next} follows offset ${first}: offsets must increase`, {
+          offset: next,
+        }),
+      );
+    }
     const up = new Upconverter({ grouping: 'coalesce' });
-    up.push(entry(GENERAL - 1n));
-    expect(() => up.push(entry(GENERAL - 1n))).toThrow(
-      `offset ${GENERAL - 1n} follows offset ${GENERAL - 1n}: offsets must increase`,
-    );
-    up.push(entry(GENERAL));
-    expect(() => up.push(entry(GENERAL - 1n))).toThrow(
-      `offset ${GENERAL - 1n} follows offset ${GENERAL}: offsets must increase`,
-    );
-    expect(up.flush().map((b) => readRecordBatchHeader(b).baseOffset)).toEqual([GENERAL - 1n]);
+    up.push(entry(10n));
+    up.push(late(11n));
+    expect(up.flush().map((b) => readRecordBatchHeader(b).baseOffset)).toEqual([10n]);
   });
 
   it('bad options: InvalidArgumentError saying which and what was given', () => {
