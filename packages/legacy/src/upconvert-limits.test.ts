@@ -8,11 +8,12 @@ import {
   CompressionType,
   CorruptRecordError,
   checkRecordBatchCrc,
+  DecompressionLimitError,
   decodeRecords,
   InvalidArgumentError,
   readRecordBatchHeader,
 } from '@seglift/format';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { encodeLegacyEntry } from './message.js';
 import { type OversizeBatch, Upconverter, type UpconverterOptions } from './upconvert.js';
 import { encodeCompressedWrapper } from './writer.js';
@@ -244,5 +245,55 @@ describe('Upconverter errors', () => {
     expect(new Upconverter({ maxBatchBytes: 62 }).maxBatchBytes).toBe(62);
     expect(new Upconverter({}).grouping).toBe('kafka');
     expect(new Upconverter({}).coalesceBytes).toBe(1_048_576);
+  });
+});
+
+describe.each([
+  ['fast path', FAST],
+  ['general path', GENERAL],
+])('Upconverter options, %s', (_, base) => {
+  it('maxDecompressedBytes: a wrapper that decompresses past it fails with DecompressionLimitError; up to it, converts', () => {
+    // Ten v1 inner messages of 134 bytes (34 + a 100-byte value): 1340 bytes decompressed.
+    const entry = wrapperOfTen(base, (i) => new Uint8Array(100).fill(i));
+    const err = (() => {
+      try {
+        new Upconverter({ maxDecompressedBytes: 1339 }).push(entry);
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(DecompressionLimitError);
+    expect(err).toMatchObject({ limit: 1339 });
+    const batches = new Upconverter({ maxDecompressedBytes: 1340 }).push(entry);
+    expect(batches.map((b) => readRecordBatchHeader(b).recordsCount)).toEqual([10]);
+  });
+
+  it('prove: a batch that does not read back as its records is a VerifyMismatchError; not proving, it is emitted', async () => {
+    const format = await import('@seglift/format');
+    const entry = wrapperOfTen(base, (i) => new Uint8Array(10).fill(97 + i));
+    // A broken batch encoder (the one of batches split for maxBatchBytes, on both paths): the last
+    // value byte changes.
+    const real = format.encodeRecordBatch;
+    const spy = vi.spyOn(format, 'encodeRecordBatch').mockImplementation((...a) => {
+      const out = Buffer.from(real(...a));
+      out[out.length - 2] ^= 1;
+      return out;
+    });
+    try {
+      let err: unknown;
+      try {
+        new Upconverter({ prove: true, maxBatchBytes: 200 }).push(entry);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(format.VerifyMismatchError);
+      expect((err as Error).message).toMatch(
+        /^verify mismatch in upconverted batch: record 7 differs from the legacy record it was made of/,
+      );
+      const trusting = new Upconverter({ maxBatchBytes: 200 });
+      expect(trusting.push(entry).map((b) => readRecordBatchHeader(b).recordsCount)).toEqual([8, 2]);
+    } finally {
+      spy.mockRestore();
+    }
   });
 });
