@@ -297,3 +297,55 @@ describe.each([
     }
   });
 });
+
+describe.each([
+  ['fast path', FAST],
+  ['general path', GENERAL],
+])('Upconverter, more on both paths: %s', (_, base) => {
+  it('level reaches the codec: zstd at level 1 and at level 19 differ, each the same batch every time', () => {
+    const text = (i: number) => new Uint8Array(Buffer.from(`record ${i} `.repeat(40)));
+    const entry = wrapperOfTen(base, text);
+    const at = (level: number) => new Upconverter({ codec: CompressionType.ZSTD, level }).push(entry);
+    const [fast, slow] = [at(1), at(19)];
+    expect(fast.length).toBe(1);
+    expect(slow.length).toBe(1);
+    expect(Buffer.from(fast[0]).equals(Buffer.from(slow[0]))).toBe(false);
+    expect(Buffer.from(at(19)[0]).equals(Buffer.from(slow[0]))).toBe(true);
+    expect(decodeRecords(slow[0]).map((r) => Buffer.from(r.value!).toString())).toEqual(
+      Array.from({ length: 10 }, (_, i) => Buffer.from(text(i)).toString()),
+    );
+  });
+
+  it('coalesce: an entry handed over in a buffer the caller then reuses is copied', () => {
+    const up = new Upconverter({ grouping: 'coalesce' });
+    const shared = Buffer.alloc(128);
+    for (const [i, v] of ['aa', 'bb', 'cc'].entries()) {
+      const e = encodeLegacyEntry(base + BigInt(i), {
+        magic: 0,
+        key: null,
+        value: new Uint8Array(Buffer.from(v)),
+      });
+      shared.fill(0);
+      shared.set(e, 0);
+      expect(up.push(shared.subarray(0, e.length))).toEqual([]);
+    }
+    shared.fill(0x7a);
+    const [batch] = up.flush();
+    expect(decodeRecords(batch).map((r) => Buffer.from(r.value!).toString())).toEqual(['aa', 'bb', 'cc']);
+  });
+
+  it('an offset delta of exactly 2^31 - 1 stays in the batch; one more starts a new one', () => {
+    const max = 2_147_483_647n;
+    const e = (offset: bigint) =>
+      encodeLegacyEntry(offset, { magic: 0, key: null, value: new Uint8Array(1) });
+    const up = new Upconverter({ grouping: 'coalesce' });
+    const batches = [base, base + max, base + max + 1n, base + 2n * max + 1n].flatMap((o) => up.push(e(o)));
+    batches.push(...up.flush());
+    expect(
+      batches.map((b) => readRecordBatchHeader(b)).map((h) => [h.baseOffset, h.lastOffsetDelta]),
+    ).toEqual([
+      [base, 2_147_483_647],
+      [base + max + 1n, 2_147_483_647],
+    ]);
+  });
+});
