@@ -349,3 +349,48 @@ describe.each([
     ]);
   });
 });
+
+describe('Upconverter fast path coverage', () => {
+  it('what a broker writes (v0 and v1, plain and gzip/snappy/lz4 wrappers) never reaches the general decoder', async () => {
+    const deep = await import('./deep.js');
+    const spy = vi.spyOn(deep, 'decodeLegacyRecords');
+    try {
+      const v = (s: string | null) => (s === null ? null : new Uint8Array(Buffer.from(s)));
+      const entries: Uint8Array[] = [
+        encodeLegacyEntry(0n, { magic: 0, key: null, value: v('a') }),
+        encodeLegacyEntry(1n, { magic: 1, timestamp: 5n, key: v('k'), value: null }),
+        encodeLegacyEntry(2n, { magic: 1, attributes: 8, timestamp: 6n, key: v(''), value: v('') }),
+      ];
+      let offset = 3n;
+      for (const codec of [1, 2, 3] as const)
+        for (const magic of [0, 1] as const) {
+          entries.push(
+            encodeCompressedWrapper({
+              magic,
+              codec,
+              messages: [0, 1, 2].map((i) => ({
+                offset: offset + BigInt(i),
+                timestamp: 100n + BigInt(i),
+                key: i === 0 ? null : v(`k${i}`),
+                value: v(`value ${i}`.repeat(i * 50)),
+              })),
+            }),
+          );
+          offset += 3n;
+        }
+      const up = new Upconverter({ grouping: 'coalesce' });
+      const batches = [...entries.flatMap((e) => up.push(e)), ...up.flush()];
+      expect(
+        batches.flatMap((b) =>
+          decodeRecords(b).map((r) => r.offsetDelta + Number(readRecordBatchHeader(b).baseOffset)),
+        ),
+      ).toEqual(Array.from({ length: Number(offset) }, (_, i) => i));
+      expect(spy).not.toHaveBeenCalled();
+      // The decoder is what the spy sees: an offset past 2^52 goes to it.
+      up.push(encodeLegacyEntry(2n ** 53n, { magic: 0, key: null, value: v('x') }));
+      expect(spy).toHaveBeenCalledTimes(1);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
