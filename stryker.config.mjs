@@ -13,11 +13,14 @@ const seg = (...names) => names.map((n) => `packages/segment/src/${n}.test.ts`);
 export const TESTS_FOR = {
   'packages/segment/src/swap.ts': seg('swap', 'leftovers', 'durability', 'convert', 'concurrency'),
   'packages/segment/src/leftovers.ts': seg('leftovers', 'durability', 'convert', 'concurrency'),
-  'packages/segment/src/lock.ts': seg('lock', 'leftovers', 'concurrency', 'durability'),
+  'packages/segment/src/lock.ts': seg('lock', 'lock-races', 'leftovers', 'concurrency', 'durability'),
   'packages/segment/src/verify.ts': seg('verify', 'faults', 'convert'),
   // two-phase.test.ts: the stageDir/fromStage paths (prepare and commit), in about a second.
   'packages/segment/src/convert.ts': seg('convert', 'faults', 'leftovers', 'durability', 'two-phase'),
-  'packages/legacy/src/upconvert.ts': ['packages/legacy/src/upconvert.test.ts'],
+  'packages/legacy/src/upconvert.ts': [
+    'packages/legacy/src/upconvert.test.ts',
+    'packages/legacy/src/upconvert-limits.test.ts',
+  ],
   'packages/format/src/index-file.ts': [
     'packages/format/src/index-file.test.ts',
     'packages/format/src/index-file.fuzz.test.ts',

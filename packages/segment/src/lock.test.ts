@@ -1,9 +1,9 @@
 import { rmSync, writeFileSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { LockedError } from './errors.js';
+import { LockedError, SegmentIoError } from './errors.js';
 import { observeFsOps } from './fsops.js';
 import {
   acquireFileLock,
@@ -65,6 +65,35 @@ describe('segment lock', () => {
     await lock.release();
   });
 
+  it('a takeover file exactly as old as a stale lock still blocks; one millisecond older it is removed (frozen clock)', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      // A whole second: utimes and stat keep the millisecond exactly.
+      vi.setSystemTime(Math.floor(Date.now() / 1000) * 1000);
+      const now = Date.now();
+      const log = await segment();
+      const lockPath = lockPathFor(log);
+      await writeFile(lockPath, foreign('t-dead'));
+      const old = new Date(now - LOCK_STALE_AFTER_MS - 5_000);
+      await utimes(lockPath, old, old);
+      const takeover = `${lockPath}.takeover-t-dead.seglift-tmp`;
+      await writeFile(takeover, foreign('t-crashed'));
+      const exactly = new Date(now - LOCK_STALE_AFTER_MS);
+      await utimes(takeover, exactly, exactly);
+      expect((await stat(takeover)).mtimeMs).toBe(now - LOCK_STALE_AFTER_MS);
+      await expect(acquireSegmentLock(log)).rejects.toThrow(/^segment is locked by pid 1 on worker-7f9c/);
+      expect(await readFile(takeover, 'utf8')).toBe(foreign('t-crashed'));
+      const older = new Date(now - LOCK_STALE_AFTER_MS - 1);
+      await utimes(takeover, older, older);
+      const lock = await acquireSegmentLock(log);
+      expect(JSON.parse(await readFile(lockPath, 'utf8')).token).toBe(lock.token);
+      await expect(stat(takeover)).rejects.toThrow(/ENOENT/);
+      await lock.release();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('isStaleLock: this host with a dead pid, or an old mtime; never a fresh lock of another host', () => {
     const now = Date.now();
     const info = { pid: 1, host: 'elsewhere', token: 't', startedAt: '' };
@@ -103,6 +132,20 @@ describe('lock files', () => {
       );
       await lock.release();
     }
+  });
+
+  it('a directory where the lock belongs (an operator mistake) is an I/O error naming it, never read as released', async () => {
+    const log = await segment();
+    const lockPath = lockPathFor(log);
+    await mkdir(lockPath);
+    const err = await acquireSegmentLock(log).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SegmentIoError);
+    expect(err).toMatchObject({ file: lockPath, detail: expect.stringMatching(/^unlink failed: EISDIR/) });
+    expect((await stat(lockPath)).isDirectory()).toBe(true);
+    // Nothing of this run is left beside it: no pending lock, no takeover file.
+    expect((await readdir(path.dirname(log))).sort()).toEqual(
+      ['00000000000000000000.log', path.basename(lockPath)].sort(),
+    );
   });
 
   it('the lock of <dir>/<base>.log is <base>.log.seglift.lock beside it, whatever the directory is called', () => {
@@ -319,6 +362,8 @@ describe('lock heartbeat (fake clock: only intervals and Date are faked, file I/
     const stop = startHeartbeat(lockPath);
     await vi.advanceTimersByTimeAsync(LOCK_HEARTBEAT_MS);
     stop();
+    // The observer removed (unobserve) saw none of it.
+    expect(touches).toEqual([]);
   });
 
   it('acquiring a lock starts its heartbeat and releasing it stops it', async () => {
