@@ -6,8 +6,7 @@
  * (the poll's sleep), off unless a test arms them; every other file operation is real.
  */
 import { rmSync, utimesSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, utimes, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { readdir, readFile, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LockedError } from './errors.js';
@@ -19,6 +18,7 @@ import {
   LOCK_STALE_AFTER_MS,
   lockPathFor,
 } from './lock.js';
+import { foreignLock, lockableSegment } from './test-support/lock-fixtures.js';
 
 const hook = vi.hoisted(() => ({
   /** Called before each readFile / stat / link (may throw the call's error, or change files). */
@@ -63,15 +63,8 @@ afterEach(() => {
 const errno = (code: string, syscall: string, file: string) =>
   Object.assign(new Error(`${code}: ${syscall} '${file}'`), { code, syscall, path: file });
 
-async function segment() {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'seglift-lock-races-'));
-  const log = path.join(dir, '00000000000000000000.log');
-  await writeFile(log, '');
-  return log;
-}
-
-const foreign = (token: string) =>
-  JSON.stringify({ pid: 1, host: 'worker-7f9c-other-node', token, startedAt: '2026-01-01T00:00:00.000Z' });
+const segment = () => lockableSegment('seglift-lock-races-');
+const foreign = foreignLock;
 
 /** A lock of another host not touched for longer than LOCK_STALE_AFTER_MS. */
 async function staleForeignLock(lockPath: string, token: string): Promise<void> {

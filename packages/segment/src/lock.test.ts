@@ -1,5 +1,5 @@
 import { rmSync, writeFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -18,16 +18,10 @@ import {
   observeHeartbeats,
   startHeartbeat,
 } from './lock.js';
+import { foreignLock, lockableSegment } from './test-support/lock-fixtures.js';
 
-async function segment() {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'seglift-lock-'));
-  const log = path.join(dir, '00000000000000000000.log');
-  await writeFile(log, '');
-  return log;
-}
-
-const foreign = (token: string) =>
-  JSON.stringify({ pid: 1, host: 'worker-7f9c-other-node', token, startedAt: '2026-01-01T00:00:00.000Z' });
+const segment = () => lockableSegment('seglift-lock-');
+const foreign = foreignLock;
 
 describe('segment lock', () => {
   it('a lock of another host is live while touched and stale once not touched for LOCK_STALE_AFTER_MS', async () => {
