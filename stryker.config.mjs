@@ -16,7 +16,14 @@ export const TESTS_FOR = {
   'packages/segment/src/lock.ts': seg('lock', 'lock-races', 'leftovers', 'concurrency', 'durability'),
   'packages/segment/src/verify.ts': seg('verify', 'faults', 'convert'),
   // two-phase.test.ts: the stageDir/fromStage paths (prepare and commit), in about a second.
-  'packages/segment/src/convert.ts': seg('convert', 'faults', 'leftovers', 'durability', 'two-phase'),
+  'packages/segment/src/convert.ts': seg(
+    'convert',
+    'convert-edges',
+    'faults',
+    'leftovers',
+    'durability',
+    'two-phase',
+  ),
   'packages/legacy/src/upconvert.ts': [
     'packages/legacy/src/upconvert.test.ts',
     'packages/legacy/src/upconvert-limits.test.ts',

@@ -124,15 +124,17 @@ export interface ConvertOptions {
 }
 
 const WRITE_BUFFER_BYTES = 1024 * 1024;
-const MAX_SEGMENT_BYTES = 0x7fffffff;
+/** A segment's positions are int32 (OffsetIndex, FileRecords): its size limit. */
+export const MAX_SEGMENT_BYTES = 0x7fffffff;
 
 /**
  * Buffered writer of the new log that feeds the index builder with the new positions. Batches are
  * copied into one of two reused buffers (no references kept to the reader's or codec's buffers, no
  * garbage per write); while one buffer's write runs on libuv's pool the other fills, so the
- * codecs never wait on a write. A batch larger than a buffer is written on its own.
+ * codecs never wait on a write. A batch larger than a buffer is written on its own. Exported for
+ * its tests only (not part of the package's API).
  */
-class SegmentWriter {
+export class SegmentWriter {
   position = 0;
   batches = 0;
   records = 0;
