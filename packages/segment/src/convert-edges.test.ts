@@ -218,6 +218,25 @@ describe("a report's counters at each boundary of writeConverted", () => {
     expect(await sha256(log)).toBe(before);
   });
 
+  it('--only-if-smaller never declines a legacy entry: a magic 0/1 segment is upconverted whatever its size', async () => {
+    const entries = [0, 1, 2].map((i) =>
+      encodeLegacyEntry(BigInt(i), {
+        magic: 1,
+        timestamp: 1_600_000_000_000n,
+        key: null,
+        value: Buffer.from(`v${i}`),
+      }),
+    );
+    const { dir, log } = await segmentWithIndexes(Buffer.concat(entries));
+    const r = await convertSegment(log, { codec: 'none', outDir: path.join(dir, 'o'), onlyIfSmaller: true });
+    expect([r.result, r.keptSmaller, r.codecMixIn, r.codecOut]).toEqual([
+      'converted',
+      0,
+      { 'v1/none': 3 },
+      { 'v2/none': 1 },
+    ]);
+  });
+
   it('already in the target codec with a truncated tail: skipped in place, the tail counted', async () => {
     const bytes = Buffer.concat([textBatches(ZSTD, 2), Buffer.alloc(10, 7)]);
     const { log } = await segmentWithIndexes(bytes);
@@ -240,6 +259,18 @@ describe('refusals leave everything as it was', () => {
     const r = await convertSegment(log, { codec: 'zstd', inPlace: true, backupDir: path.join(pdir, 'bk') });
     expect([r.result, r.error?.code]).toEqual(['failed', 'INVALID_ARGUMENT']);
     expect(await ls(pdir)).toEqual(before);
+  });
+
+  it('a source removed while it is converted into outDir is a failure (only a prepare calls that a skip)', async () => {
+    const { dir, log } = await segmentWithIndexes(mixedSegment().bytes);
+    const out = path.join(dir, 'out');
+    const r = await convertSegment(log, {
+      codec: 'zstd',
+      outDir: out,
+      testHooks: { beforeVerify: () => unlink(log) },
+    });
+    expect([r.result, r.stage, r.error?.code]).toEqual(['failed', undefined, 'IO']);
+    expect(await ls(out).catch(() => 'absent')).toBe('absent');
   });
 
   it('an outDir that existed before a failed conversion is kept, even empty', async () => {
