@@ -12,7 +12,13 @@ import path from 'node:path';
 const seg = (...names) => names.map((n) => `packages/segment/src/${n}.test.ts`);
 export const TESTS_FOR = {
   'packages/segment/src/swap.ts': seg('swap', 'leftovers', 'durability', 'convert', 'concurrency'),
-  'packages/segment/src/leftovers.ts': seg('leftovers', 'durability', 'convert', 'concurrency'),
+  'packages/segment/src/leftovers.ts': seg(
+    'leftovers',
+    'durability',
+    'convert',
+    'convert-edges',
+    'concurrency',
+  ),
   'packages/segment/src/lock.ts': seg('lock', 'lock-races', 'leftovers', 'concurrency', 'durability'),
   'packages/segment/src/verify.ts': seg('verify', 'faults', 'convert'),
   // two-phase.test.ts: the stageDir/fromStage paths (prepare and commit), in about a second.

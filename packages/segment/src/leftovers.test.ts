@@ -458,3 +458,64 @@ describe('recoverLeftovers: locks, scope, durability', () => {
     }
   });
 });
+
+describe('the refusals of a partition a broker would still have to complete, word for word', () => {
+  const P100 = '00000000000000000100';
+  const refusal = (files: string, atSwap: boolean) =>
+    atSwap
+      ? `partition holds files of an interrupted Kafka operation (${files}): a broker completing them deletes segment files by offset range, so nothing is swapped in beside them; start the broker once and stop it cleanly to let it finish them, then run seglift again`
+      : `partition holds files of an interrupted Kafka operation (${files}); start the broker once and stop it cleanly to let it finish them, then run seglift again`;
+
+  /** Converts in place with `appear` run after the conversion is written, before it is verified and swapped. */
+  async function convertWith(appear?: (pdir: string) => Promise<unknown>) {
+    const { log, pdir } = await setup();
+    const before = await sha256(log);
+    const r = await convertSegment(log, {
+      codec: 'zstd',
+      inPlace: true,
+      testHooks: appear ? { beforeVerify: () => appear(pdir).then(() => undefined) } : undefined,
+    });
+    expect(await sha256(log)).toBe(before);
+    // Nothing of this segment's conversion is left (another run's files are its own).
+    expect((await ls(pdir)).filter((n) => n.startsWith(BASE) && n.includes('seglift'))).toEqual([]);
+    return { r, pdir };
+  }
+
+  it("before converting: another segment's Kafka .swap file alone is refused", async () => {
+    const { log, pdir } = await setup();
+    await writeFile(path.join(pdir, `${P100}.index.swap`), Buffer.alloc(8));
+    const r = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    expect(r.error).toEqual({
+      name: 'KafkaLeftoversError',
+      code: 'KAFKA_LEFTOVERS',
+      message: refusal(`${P100}.index.swap`, false),
+      file: pdir,
+      position: undefined,
+      offset: undefined,
+    });
+  });
+
+  for (const [what, name] of [
+    ['a .cleaned file', `${BASE}.log.cleaned`],
+    ["another segment's .swap file", `${P100}.log.swap`],
+  ] as const) {
+    it(`right before the swap: ${what} that appeared during the conversion is refused`, async () => {
+      const { r, pdir } = await convertWith((d) => writeFile(path.join(d, name), 'kafka'));
+      expect(r.error).toMatchObject({ code: 'KAFKA_LEFTOVERS', message: refusal(name, true), file: pdir });
+    });
+  }
+
+  it("right before the swap: another run's unfinished swap in the partition (its segment locked) is refused", async () => {
+    let other: Awaited<ReturnType<typeof acquireSegmentLock>> | undefined;
+    const { r, pdir } = await convertWith(async (d) => {
+      other = await acquireSegmentLock(path.join(d, `${P100}.log`));
+      await writeFile(path.join(d, `${P100}.seglift-swap`), '{}');
+    });
+    await other?.release();
+    expect(r.error).toMatchObject({
+      code: 'LOCKED',
+      message: `another run's swap in this partition is unfinished (${P100}.seglift-swap); retry when it is done`,
+      file: pdir,
+    });
+  });
+});
