@@ -461,6 +461,7 @@ describe('recoverLeftovers: locks, scope, durability', () => {
 
 describe('the refusals of a partition a broker would still have to complete, word for word', () => {
   const P100 = '00000000000000000100';
+  const P300 = '00000000000000000300';
   const refusal = (files: string, atSwap: boolean) =>
     atSwap
       ? `partition holds files of an interrupted Kafka operation (${files}): a broker completing them deletes segment files by offset range, so nothing is swapped in beside them; start the broker once and stop it cleanly to let it finish them, then run seglift again`
@@ -481,41 +482,67 @@ describe('the refusals of a partition a broker would still have to complete, wor
     return { r, pdir };
   }
 
-  it("before converting: another segment's Kafka .swap file alone is refused", async () => {
+  it("before converting: other segments' Kafka .swap files alone are refused, each named", async () => {
     const { log, pdir } = await setup();
+    await writeFile(path.join(pdir, `${P300}.index.swap`), Buffer.alloc(8));
     await writeFile(path.join(pdir, `${P100}.index.swap`), Buffer.alloc(8));
     const r = await convertSegment(log, { codec: 'zstd', inPlace: true });
     expect(r.error).toEqual({
       name: 'KafkaLeftoversError',
       code: 'KAFKA_LEFTOVERS',
-      message: refusal(`${P100}.index.swap`, false),
+      message: refusal(`${P100}.index.swap, ${P300}.index.swap`, false),
       file: pdir,
       position: undefined,
       offset: undefined,
     });
   });
 
-  for (const [what, name] of [
-    ['a .cleaned file', `${BASE}.log.cleaned`],
-    ["another segment's .swap file", `${P100}.log.swap`],
-  ] as const) {
-    it(`right before the swap: ${what} that appeared during the conversion is refused`, async () => {
-      const { r, pdir } = await convertWith((d) => writeFile(path.join(d, name), 'kafka'));
-      expect(r.error).toMatchObject({ code: 'KAFKA_LEFTOVERS', message: refusal(name, true), file: pdir });
-    });
-  }
-
-  it("right before the swap: another run's unfinished swap in the partition (its segment locked) is refused", async () => {
-    let other: Awaited<ReturnType<typeof acquireSegmentLock>> | undefined;
+  it('right before the swap: a .cleaned file and a .swap file that appeared during the conversion are refused, both named', async () => {
     const { r, pdir } = await convertWith(async (d) => {
-      other = await acquireSegmentLock(path.join(d, `${P100}.log`));
-      await writeFile(path.join(d, `${P100}.seglift-swap`), '{}');
+      await writeFile(path.join(d, `${P100}.log.swap`), 'kafka');
+      await writeFile(path.join(d, `${BASE}.log.cleaned`), 'kafka');
     });
-    await other?.release();
     expect(r.error).toMatchObject({
-      code: 'LOCKED',
-      message: `another run's swap in this partition is unfinished (${P100}.seglift-swap); retry when it is done`,
+      code: 'KAFKA_LEFTOVERS',
+      message: refusal(`${BASE}.log.cleaned, ${P100}.log.swap`, true),
       file: pdir,
     });
+  });
+
+  it('right before the swap: a lone .swap file of another segment is refused too', async () => {
+    const { r } = await convertWith((d) => writeFile(path.join(d, `${P100}.log.swap`), 'kafka'));
+    expect(r.error).toMatchObject({ code: 'KAFKA_LEFTOVERS', message: refusal(`${P100}.log.swap`, true) });
+  });
+
+  it("right before the swap: other runs' unfinished swaps in the partition (their segments locked) are refused", async () => {
+    const others: Awaited<ReturnType<typeof acquireSegmentLock>>[] = [];
+    const { r, pdir } = await convertWith(async (d) => {
+      for (const p of [P300, P100]) {
+        others.push(await acquireSegmentLock(path.join(d, `${p}.log`)));
+        await writeFile(path.join(d, `${p}.seglift-swap`), '{}');
+      }
+    });
+    for (const o of others) await o.release();
+    expect(r.error).toMatchObject({
+      code: 'LOCKED',
+      message: `another run's swap in this partition is unfinished (${P100}.seglift-swap, ${P300}.seglift-swap); retry when it is done`,
+      file: pdir,
+    });
+  });
+
+  it('a recovery that removed a file fsyncs the partition directory after it', async () => {
+    const { pdir } = await setup();
+    await writeFile(path.join(pdir, `${BASE}.log.seglift-tmp`), 'x');
+    const ops: FsOp[] = [];
+    const stop = observeFsOps((op) => ops.push(op));
+    try {
+      expect((await recoverLeftovers(pdir)).removed).toEqual([`${BASE}.log.seglift-tmp`]);
+    } finally {
+      stop();
+    }
+    const removed = ops.findIndex((op) => op.kind === 'unlink' && op.path.endsWith('.log.seglift-tmp'));
+    const synced = ops.findIndex((op, i) => i > removed && op.kind === 'fsync-dir' && op.path === pdir);
+    expect(removed).toBeGreaterThanOrEqual(0);
+    expect(synced).toBeGreaterThan(removed);
   });
 });
