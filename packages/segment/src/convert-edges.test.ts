@@ -58,6 +58,18 @@ function textBatches(codec: number, n: number, perBatch = 20, seed = 7): Uint8Ar
   return Buffer.concat(parts);
 }
 
+/** `n` small magic-1 messages at offsets 0, 1, ... (values `v0`, `v1`, ...). */
+function smallV1Entries(n: number): Uint8Array[] {
+  return Array.from({ length: n }, (_, i) =>
+    encodeLegacyEntry(BigInt(i), {
+      magic: 1,
+      timestamp: 1_600_000_000_000n,
+      key: null,
+      value: Buffer.from(`v${i}`),
+    }),
+  );
+}
+
 /**
  * The index builder's part, recording positions: a real SegmentIndexBuilder accepts only a file
  * written from position 0, and these cases start 2 GiB into one.
@@ -197,14 +209,7 @@ describe("a report's counters at each boundary of writeConverted", () => {
   });
 
   it("a legacy message with a bad CRC fails the conversion naming the entry's file position and offset", async () => {
-    const entries = [0, 1, 2].map((i) =>
-      encodeLegacyEntry(BigInt(i), {
-        magic: 1,
-        timestamp: 1_600_000_000_000n,
-        key: null,
-        value: Buffer.from(`v${i}`),
-      }),
-    );
+    const entries = smallV1Entries(3);
     entries[1][20] ^= 0xff; // inside the timestamp: covered by the CRC
     const bytes = Buffer.concat(entries);
     const { dir, log } = await segmentWithIndexes(bytes);
@@ -219,14 +224,7 @@ describe("a report's counters at each boundary of writeConverted", () => {
   });
 
   it('--only-if-smaller never declines a legacy entry: a magic 0/1 segment is upconverted whatever its size', async () => {
-    const entries = [0, 1, 2].map((i) =>
-      encodeLegacyEntry(BigInt(i), {
-        magic: 1,
-        timestamp: 1_600_000_000_000n,
-        key: null,
-        value: Buffer.from(`v${i}`),
-      }),
-    );
+    const entries = smallV1Entries(3);
     const { dir, log } = await segmentWithIndexes(Buffer.concat(entries));
     const r = await convertSegment(log, { codec: 'none', outDir: path.join(dir, 'o'), onlyIfSmaller: true });
     expect([r.result, r.keptSmaller, r.codecMixIn, r.codecOut]).toEqual([
