@@ -1,0 +1,312 @@
+/**
+ * The fast path of the Upconverter at the edges of what it takes: every entry here is either
+ * taken by it (decodeLegacyRecords, the general path's decoder, is never called) or left to the
+ * general path, which reports the error it always did. The records come back through
+ * @seglift/format's v2 reader; the legacy inputs are built byte by byte (inner streams compressed
+ * with node:zlib), so nothing expected comes from the code under test.
+ */
+import { gzipSync } from 'node:zlib';
+import {
+  CompressionType,
+  CorruptRecordError,
+  CrcMismatchError,
+  logicalRecordsOfBatch,
+  readRecordBatchHeader,
+  TruncatedDataError,
+  UnsupportedFormatError,
+} from '@seglift/format';
+import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from 'vitest';
+import * as deep from './deep.js';
+import { encodeLegacyEntry } from './message.js';
+import { Upconverter, type UpconverterOptions } from './upconvert.js';
+import { encodeCompressedWrapper } from './writer.js';
+
+const { GZIP, LZ4 } = CompressionType;
+const bytes = (s: string | null) => (s === null ? null : new Uint8Array(Buffer.from(s)));
+const text = (b: Uint8Array | null) => (b === null ? null : Buffer.from(b).toString());
+
+/** A v0 or v1 entry (v1: timestamp, default -1). */
+const v0 = (offset: bigint, key: string | null, value: string | null, attributes = 0) =>
+  encodeLegacyEntry(offset, { magic: 0, attributes, key: bytes(key), value: bytes(value) });
+const v1 = (offset: bigint, timestamp: bigint, key: string | null, value: string | null, attributes = 0) =>
+  encodeLegacyEntry(offset, { magic: 1, attributes, timestamp, key: bytes(key), value: bytes(value) });
+
+/** A gzip wrapper whose decompressed value is exactly `stream` (whatever it holds). */
+function gzipWrapper(
+  offset: bigint,
+  stream: Uint8Array,
+  wrapper: { magic: 0 | 1; timestamp?: bigint; attributes?: number },
+): Uint8Array {
+  return encodeLegacyEntry(offset, {
+    magic: wrapper.magic,
+    attributes: GZIP | (wrapper.attributes ?? 0),
+    timestamp: wrapper.timestamp ?? -1n,
+    key: null,
+    value: new Uint8Array(gzipSync(stream)),
+  });
+}
+
+const concat = (...parts: Uint8Array[]) => new Uint8Array(Buffer.concat(parts));
+
+type Row = [offset: bigint, timestamp: bigint, type: string, key: string | null, value: string | null];
+
+/** Each record of the batches as a v2 consumer sees it. */
+const rows = (batches: Uint8Array[]): Row[] =>
+  batches.flatMap((b) =>
+    [...logicalRecordsOfBatch(b)].map(
+      (r): Row => [r.offset, r.timestamp, r.timestampType, text(r.key), text(r.value)],
+    ),
+  );
+
+function convert(entries: Uint8Array[], options: UpconverterOptions = {}) {
+  const up = new Upconverter(options);
+  const batches = [...entries.flatMap((e) => up.push(e)), ...up.flush()];
+  return { up, batches, rows: rows(batches) };
+}
+
+function thrown(f: () => unknown): unknown {
+  try {
+    f();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('did not throw');
+}
+
+let general: MockInstance;
+beforeEach(() => {
+  general = vi.spyOn(deep, 'decodeLegacyRecords');
+});
+afterEach(() => {
+  general.mockRestore();
+});
+
+describe('Upconverter fast path: the entries it takes', () => {
+  it('the smallest messages: v0 and v1 with null key and value (26 and 34 bytes), alone and inside wrappers', () => {
+    const small0 = v0(3n, null, null);
+    const small1 = v1(4n, 7n, null, null);
+    expect([small0.length, small1.length]).toEqual([26, 34]);
+    expect(convert([small0]).rows).toEqual([[3n, -1n, 'CreateTime', null, null]]);
+    expect(convert([small1]).rows).toEqual([[4n, 7n, 'CreateTime', null, null]]);
+    // Inner messages of 14 bytes (v0, null key and value), in a v0 and in a v1 wrapper.
+    const inV0 = encodeCompressedWrapper({
+      magic: 0,
+      codec: GZIP,
+      messages: [5n, 6n].map((offset) => ({ offset, key: null, value: null })),
+    });
+    expect(convert([inV0]).rows).toEqual([
+      [5n, -1n, 'CreateTime', null, null],
+      [6n, -1n, 'CreateTime', null, null],
+    ]);
+    const inV1 = encodeCompressedWrapper({
+      magic: 1,
+      codec: GZIP,
+      messages: [8n, 9n].map((offset) => ({ offset, key: null, value: null, magic: 0 as const })),
+    });
+    expect(convert([inV1]).rows).toEqual([
+      [8n, -1n, 'CreateTime', null, null],
+      [9n, -1n, 'CreateTime', null, null],
+    ]);
+    expect(general).not.toHaveBeenCalled();
+  });
+
+  it('v1 wrapper offsets: base 0 when the first inner message is offset 0, and inner offsets as they are at wrapper offset 0', () => {
+    // The wrapper's offset (2) equals the last relative offset: base 0.
+    const fromZero = encodeCompressedWrapper({
+      magic: 1,
+      codec: GZIP,
+      messages: [0n, 1n, 2n].map((offset) => ({
+        offset,
+        timestamp: 10n + offset,
+        key: null,
+        value: bytes('x'),
+      })),
+    });
+    expect(convert([fromZero]).rows.map((r) => r[0])).toEqual([0n, 1n, 2n]);
+    // A wrapper at offset 0 (as clients before KIP-31 wrote them): the inner offsets are absolute.
+    for (const first of [0n, 5n]) {
+      const stream = concat(...[0n, 1n, 2n].map((i) => v1(first + i, 20n + i, null, `m${i}`)));
+      const atZero = gzipWrapper(0n, stream, { magic: 1, timestamp: 22n });
+      expect(convert([atZero]).rows).toEqual(
+        [0n, 1n, 2n].map((i): Row => [first + i, 20n + i, 'CreateTime', null, `m${i}`]),
+      );
+    }
+    expect(general).not.toHaveBeenCalled();
+  });
+
+  it('the entry ends where its size field says: bytes after it (in the caller’s buffer) are not read', () => {
+    const entry = v1(40n, 1000n, 'k', 'value');
+    const host = concat(new Uint8Array(5).fill(0xee), entry, new Uint8Array(9).fill(0xee));
+    const up = new Upconverter();
+    up.pushEntry(host, 5, host.length);
+    expect(rows([up.takeOutput()])).toEqual([[40n, 1000n, 'CreateTime', 'k', 'value']]);
+    expect(general).not.toHaveBeenCalled();
+  });
+
+  it('the timestamp type bit means nothing at magic 0: a v0 message, or a v0 wrapper of v1 messages, stays CreateTime', () => {
+    const plain = convert([v0(3n, null, 'a', 0x08)]);
+    expect(plain.rows).toEqual([[3n, -1n, 'CreateTime', null, 'a']]);
+    expect(readRecordBatchHeader(plain.batches[0]).attributes).toBe(0);
+    // v0 wrapper (inner offsets absolute), its LogAppendTime bit set, holding v1 messages: they
+    // keep their own timestamps (KAFKA-4298 data).
+    const stream = concat(v1(10n, 40n, null, 'a'), v1(11n, 41n, null, 'b'));
+    const wrapped = convert([gzipWrapper(11n, stream, { magic: 0, attributes: 0x08 })]);
+    expect(wrapped.rows).toEqual([
+      [10n, 40n, 'CreateTime', null, 'a'],
+      [11n, 41n, 'CreateTime', null, 'b'],
+    ]);
+    expect(readRecordBatchHeader(wrapped.batches[0]).attributes).toBe(0);
+    expect(general).not.toHaveBeenCalled();
+  });
+
+  it('the end of an inner stream: up to 11 bytes after the last message, or a truncated last message, end it quietly', () => {
+    const m = [v1(0n, 5n, null, 'a'), v1(1n, 6n, 'k', 'b'), v1(2n, 7n, null, 'c')];
+    const expected: Row[] = [
+      [100n, 5n, 'CreateTime', null, 'a'],
+      [101n, 6n, 'CreateTime', 'k', 'b'],
+    ];
+    for (const tail of [
+      new Uint8Array(11).fill(0xff),
+      m[2].subarray(0, 12),
+      m[2].subarray(0, m[2].length - 1),
+    ]) {
+      const wrapper = gzipWrapper(101n, concat(m[0], m[1], tail), { magic: 1, timestamp: 6n });
+      expect(convert([wrapper]).rows).toEqual(expected);
+    }
+    expect(general).not.toHaveBeenCalled();
+  });
+
+  it('a wrapper of 300 inner messages (more than the fast path first makes room for)', () => {
+    const messages = Array.from({ length: 300 }, (_, i) => ({
+      offset: 1000n + BigInt(i),
+      timestamp: 1_600_000_000_000n + BigInt(i),
+      key: null,
+      value: bytes(`m${i}`),
+    }));
+    const { rows: got, batches } = convert([encodeCompressedWrapper({ magic: 1, codec: GZIP, messages })]);
+    expect(batches.length).toBe(1);
+    expect(got).toEqual(messages.map((m): Row => [m.offset, m.timestamp, 'CreateTime', null, text(m.value)]));
+    expect(general).not.toHaveBeenCalled();
+  });
+
+  it('a wrapper’s checks see its own messages only: nothing is left from a longer wrapper before it', () => {
+    // Three messages of 35 bytes: the third starts at 70. In the next wrapper, bytes 70-77 are
+    // inside its first value (0x7f bytes: not an offset the fast path could hold).
+    const first = encodeCompressedWrapper({
+      magic: 1,
+      codec: GZIP,
+      messages: [0n, 1n, 2n].map((offset) => ({ offset, timestamp: 1n, key: null, value: bytes('x') })),
+    });
+    const second = encodeCompressedWrapper({
+      magic: 1,
+      codec: GZIP,
+      messages: [
+        { offset: 3n, timestamp: 2n, key: null, value: new Uint8Array(200).fill(0x7f) },
+        { offset: 4n, timestamp: 3n, key: null, value: bytes('y') },
+      ],
+    });
+    const { rows: got } = convert([first, second]);
+    expect(got.map((r) => r[0])).toEqual([0n, 1n, 2n, 3n, 4n]);
+    expect(general).not.toHaveBeenCalled();
+  });
+});
+
+describe('Upconverter fast path: what it leaves to the general path, reported as that path does', () => {
+  it('an entry cut short before the end its size field gives, even when the caller’s buffer goes on', () => {
+    const entry = v1(40n, 1000n, 'k', 'value');
+    const host = concat(new Uint8Array(5).fill(0xee), entry);
+    const size = entry.length - 12;
+    const err = thrown(() => new Upconverter().pushEntry(host, 5, host.length - 1));
+    expect(err).toBeInstanceOf(TruncatedDataError);
+    expect(err).toMatchObject({ detail: `legacy message declares ${size} bytes, ${size - 1} left` });
+    expect(general).toHaveBeenCalled();
+  });
+
+  it('an inner stream: 12 bytes after the last message are a header, whose size below 14 is corrupt; no message at all; a compressed inner message', () => {
+    const m = [v1(0n, 5n, null, 'a'), v1(1n, 6n, 'k', 'b')];
+    const header = new Uint8Array(12);
+    new DataView(header.buffer).setInt32(8, 13);
+    let err = thrown(() => convert([gzipWrapper(101n, concat(m[0], m[1], header), { magic: 1 })]));
+    expect(err).toBeInstanceOf(CorruptRecordError);
+    expect(err).toMatchObject({
+      detail: `inner message at ${m[0].length + m[1].length} of the decompressed stream has size 13, less than 14`,
+    });
+    for (const stream of [new Uint8Array(0), new Uint8Array(11), m[0].subarray(0, m[0].length - 1)]) {
+      err = thrown(() => convert([gzipWrapper(7n, stream, { magic: 1 })]));
+      expect(err).toBeInstanceOf(CorruptRecordError);
+      expect(err).toMatchObject({ detail: 'compressed wrapper has no inner records' });
+    }
+    const nested = v1(1n, 6n, null, 'not really gzip', GZIP);
+    err = thrown(() => convert([gzipWrapper(101n, concat(m[0], nested), { magic: 1 })]));
+    expect(err).toBeInstanceOf(UnsupportedFormatError);
+    expect(err).toMatchObject({ detail: 'inner messages must not be compressed', offset: 101n });
+  });
+
+  it('an inner message whose CRC-32 is wrong: CrcMismatchError by default and with checkInnerCrc, converted (fast) without', () => {
+    const good = v1(0n, 5n, null, 'a');
+    const bad = v1(1n, 6n, 'k', 'b');
+    bad[15] ^= 0x01;
+    const wrapper = gzipWrapper(51n, concat(good, bad), { magic: 1, timestamp: 6n });
+    for (const options of [{}, { checkInnerCrc: true }]) {
+      const err = thrown(() => convert([wrapper], options));
+      expect(err).toBeInstanceOf(CrcMismatchError);
+      expect(err).toMatchObject({ offset: 51n });
+    }
+    general.mockClear();
+    expect(convert([wrapper], { checkInnerCrc: false }).rows).toEqual([
+      [50n, 5n, 'CreateTime', null, 'a'],
+      [51n, 6n, 'CreateTime', 'k', 'b'],
+    ]);
+    expect(general).not.toHaveBeenCalled();
+  });
+});
+
+describe('Upconverter output buffer', () => {
+  it('outputLength: the bytes finished and not taken yet', () => {
+    const up = new Upconverter({ grouping: 'coalesce' });
+    const e = v0(0n, null, 'abc');
+    up.pushEntry(e, 0, e.length);
+    expect(up.outputLength).toBe(0);
+    up.finishPending();
+    // One batch of one record: 61 + 10 bytes.
+    expect(up.outputLength).toBe(71);
+    expect(up.takeOutput().length).toBe(71);
+    expect(up.outputLength).toBe(0);
+  });
+
+  it('drained after each entry, the output stays in one buffer however long the stream', () => {
+    for (const codec of [0, LZ4] as const)
+      for (const grouping of ['kafka', 'coalesce'] as const) {
+        const up = new Upconverter({ grouping, codec, coalesceBytes: 5000 });
+        const buffers = new Set<ArrayBufferLike>();
+        const batches: Uint8Array[] = [];
+        const take = () => {
+          const out = up.takeOutput();
+          if (out.length > 0) buffers.add(out.buffer);
+          for (let p = 0; p < out.length; ) {
+            const size = Buffer.from(out.buffer, out.byteOffset + p + 8, 4).readInt32BE(0) + 12;
+            batches.push(out.slice(p, p + size));
+            p += size;
+          }
+        };
+        // 300 entries of about 1 KiB: 300 KiB through the converter.
+        for (let i = 0; i < 300; i++) {
+          const e = encodeLegacyEntry(BigInt(i), {
+            magic: 0,
+            key: null,
+            value: new Uint8Array(1000).fill(i & 0xff),
+          });
+          up.pushEntry(e, 0, e.length);
+          take();
+        }
+        up.finishPending();
+        take();
+        const got = batches.flatMap((b) => [...logicalRecordsOfBatch(b)]);
+        expect(got.map((r) => r.offset)).toEqual(Array.from({ length: 300 }, (_, i) => BigInt(i)));
+        expect(got.every((r, i) => r.value?.length === 1000 && r.value.every((x) => x === (i & 0xff)))).toBe(
+          true,
+        );
+        expect(buffers.size).toBe(1);
+      }
+  });
+});
