@@ -6,11 +6,13 @@
  * with node:zlib), so nothing expected comes from the code under test.
  */
 import { gzipSync } from 'node:zlib';
+import * as format from '@seglift/format';
 import {
   CompressionType,
   CorruptRecordError,
   CrcMismatchError,
   logicalRecordsOfBatch,
+  type RecordFields,
   readRecordBatchHeader,
   TruncatedDataError,
   UnsupportedFormatError,
@@ -308,5 +310,153 @@ describe('Upconverter output buffer', () => {
         );
         expect(buffers.size).toBe(1);
       }
+  });
+});
+
+describe('Upconverter prove, fast path: a record or batch header written wrong is caught', () => {
+  /**
+   * Runs one v1 entry (offset 100, timestamp 1000, the key and value given) through a proving
+   * Upconverter of the codec given while `fault` acts; returns what it threw.
+   */
+  function caught(
+    fault: () => MockInstance,
+    key: Uint8Array | null = bytes('key'),
+    value: Uint8Array | null = bytes('value'),
+    codec: 0 | 3 = 0,
+  ): unknown {
+    const entry = encodeLegacyEntry(100n, { magic: 1, timestamp: 1000n, key, value });
+    const spy = fault();
+    try {
+      return thrown(() => new Upconverter({ prove: true, codec }).push(entry));
+    } finally {
+      spy.mockRestore();
+    }
+  }
+  const mismatch = (detail: string, offset = 100n) =>
+    expect.objectContaining({ detail: `verify mismatch in upconverted batch: ${detail}`, offset });
+  const realParse = format.parseRecordAt;
+  /** parseRecordAt reads the record written, then `change` alters what it read. */
+  const readBack = (change: (f: RecordFields) => void) => () =>
+    vi.spyOn(format, 'parseRecordAt').mockImplementation((buf, pos, end, f) => {
+      const after = realParse(buf, pos, end, f);
+      change(f);
+      return after;
+    });
+
+  it('a record read back with other fields than the legacy message’s', () => {
+    const boom = () =>
+      vi.spyOn(format, 'parseRecordAt').mockImplementation(() => {
+        throw new Error('boom');
+      });
+    expect(caught(boom)).toEqual(mismatch('record does not parse back: boom'));
+    const longer = () =>
+      vi
+        .spyOn(format, 'parseRecordAt')
+        .mockImplementation((buf, pos, end, f) => realParse(buf, pos, end, f) - 1);
+    expect(caught(longer)).toEqual(mismatch('record length'));
+    expect(
+      caught(
+        readBack((f) => {
+          f.offsetDelta = 1;
+        }),
+      ),
+    ).toEqual(mismatch('offset delta 1 vs 0'));
+    expect(
+      caught(
+        readBack((f) => {
+          f.timestampDelta = -1;
+        }),
+      ),
+    ).toEqual(mismatch('timestamp delta -1 vs 0'));
+    expect(
+      caught(
+        readBack((f) => {
+          f.attributes = 0x10;
+        }),
+      ),
+    ).toEqual(mismatch('record attributes or headers'));
+    expect(
+      caught(
+        readBack((f) => {
+          f.headerCount = 1;
+        }),
+      ),
+    ).toEqual(mismatch('record attributes or headers'));
+    for (const [field, key, value] of [
+      ['key', bytes('key'), bytes('value')],
+      ['key', null, bytes('value')],
+      ['key', new Uint8Array(0), bytes('value')],
+      ['value', bytes('key'), bytes('value')],
+      ['value', bytes('key'), null],
+      ['value', bytes('key'), new Uint8Array(0)],
+    ] as const) {
+      const shorter = readBack((f) => {
+        if (field === 'key') f.keyLength = f.keyLength === 0 ? -1 : f.keyLength - 1;
+        else f.valueLength = f.valueLength === 0 ? -1 : f.valueLength - 1;
+      });
+      expect(caught(shorter, key, value)).toEqual(mismatch(field));
+    }
+  });
+
+  it('a key or value byte written wrong, first, in the middle or last, short or long', () => {
+    for (const n of [3, 9, 100, 300])
+      for (const at of [0, n >> 1, n - 1])
+        for (const field of ['key', 'value'] as const) {
+          const flip = () =>
+            vi.spyOn(format, 'parseRecordAt').mockImplementation((buf, pos, end, f) => {
+              const after = realParse(buf, pos, end, f);
+              buf[(field === 'key' ? f.keyPos : f.valuePos) + at] ^= 0x20;
+              return after;
+            });
+          const data = new Uint8Array(Buffer.from('abcdefghij'.repeat(30).slice(0, n)));
+          expect(caught(flip, data, data)).toEqual(mismatch(field));
+        }
+  });
+
+  it('each field of the batch header written wrong (after the records, before the CRC)', () => {
+    const realCrc = format.crc32cRange;
+    for (const [byte, what] of [
+      [7, 'baseOffset'],
+      [11, 'batchLength'],
+      [15, 'partitionLeaderEpoch or magic'],
+      [16, 'partitionLeaderEpoch or magic'],
+      [22, 'attributes'],
+      [21, 'attributes'],
+      [26, 'lastOffsetDelta'],
+      [34, 'baseTimestamp'],
+      [42, 'maxTimestamp'],
+      [50, 'producer'],
+      [52, 'producer'],
+      [51, 'producer'],
+      [56, 'baseSequence or count'],
+      [60, 'baseSequence or count'],
+    ] as const)
+      for (const codec of [0, LZ4] as const) {
+        // The CRC-32C of a batch covers its bytes from 21 on: the header is all written then.
+        const flip = () =>
+          vi.spyOn(format, 'crc32cRange').mockImplementation((buf, start, end, initial) => {
+            buf[start - 21 + byte] ^= 0x01;
+            return realCrc(buf, start, end, initial);
+          });
+        expect(caught(flip, bytes('key'), bytes('value'), codec)).toEqual(mismatch(`header ${what}`));
+      }
+  });
+
+  it('compressed: record bytes that do not come back from the codec as they went in', () => {
+    const realDecompress = format.decompressTransient;
+    const failing = () =>
+      vi.spyOn(format, 'decompressTransient').mockImplementation(() => {
+        throw new Error('bad frame');
+      });
+    expect(caught(failing, bytes('key'), bytes('value'), LZ4)).toEqual(
+      mismatch('the record bytes do not decompress: bad frame'),
+    );
+    const shorter = () =>
+      vi
+        .spyOn(format, 'decompressTransient')
+        .mockImplementation((...a) => realDecompress(...a).subarray(0, -1));
+    expect(caught(shorter, bytes('key'), bytes('value'), LZ4)).toEqual(
+      mismatch('the record bytes differ from the ones encoded'),
+    );
   });
 });
