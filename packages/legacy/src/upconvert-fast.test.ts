@@ -460,3 +460,62 @@ describe('Upconverter prove, fast path: a record or batch header written wrong i
     );
   });
 });
+
+describe('Upconverter: the line between the paths is 2^52', () => {
+  const T = 2n ** 52n;
+
+  it('an offset or timestamp in [-2^52, 2^52) is taken by the fast path; past it, by the general one', () => {
+    for (const [offset, timestamp, viaGeneral] of [
+      [T - 1n, 0n, false],
+      [T, 0n, true],
+      [0n, T - 1n, false],
+      [0n, T, true],
+      [0n, -T, false],
+      [0n, -T - 1n, true],
+    ] as const) {
+      general.mockClear();
+      const { rows: got } = convert([v1(offset, timestamp, null, 'a')]);
+      expect(got).toEqual([[offset, timestamp, 'CreateTime', null, 'a']]);
+      expect(general.mock.calls.length).toBe(viaGeneral ? 1 : 0);
+    }
+  });
+
+  it('records the general path decodes that the fast path can hold go on in the fast batch; one value past 2^52 turns the rest of the stream general', () => {
+    // A CreateTime wrapper stamped past 2^52 (the fast path declines it) around inner messages
+    // whose own timestamps (the ones kept) are the test's; then a plain entry.
+    for (const [timestamp, wide] of [
+      [5n, false],
+      [T - 1n, false],
+      [-T + 1n, false],
+      [T, true],
+      [-T, true],
+    ] as const) {
+      general.mockClear();
+      const stream = concat(v1(0n, 3n, null, 'a'), v1(1n, timestamp, null, 'b'));
+      const wrapper = gzipWrapper(11n, stream, { magic: 1, timestamp: 2n ** 60n });
+      const { rows: got, batches } = convert([wrapper, v1(12n, 7n, null, 'c')], { grouping: 'coalesce' });
+      expect(got).toEqual([
+        [10n, 3n, 'CreateTime', null, 'a'],
+        [11n, timestamp, 'CreateTime', null, 'b'],
+        [12n, 7n, 'CreateTime', null, 'c'],
+      ]);
+      expect(batches.length).toBe(1);
+      expect(general.mock.calls.length).toBe(wide ? 2 : 1);
+    }
+  });
+
+  it('timestamps 2^53 - 1 apart in one batch (a timestamp delta past 2^52)', () => {
+    for (const [first, second] of [
+      [-T, T - 1n],
+      [T - 1n, -T],
+      [0n, T - 1n],
+    ]) {
+      const { rows: got, batches } = convert([v1(0n, first, null, 'a'), v1(1n, second, null, 'b')], {
+        grouping: 'coalesce',
+      });
+      expect(got.map((r) => r[1])).toEqual([first, second]);
+      expect(batches.length).toBe(1);
+    }
+    expect(general).not.toHaveBeenCalled();
+  });
+});
