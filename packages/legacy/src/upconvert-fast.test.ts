@@ -519,3 +519,47 @@ describe('Upconverter: the line between the paths is 2^52', () => {
     expect(general).not.toHaveBeenCalled();
   });
 });
+
+describe('Upconverter fast path: a batch that fits is sealed where it was written', () => {
+  it('up to exactly maxBatchBytes (codec none and LZ4), and a single record over it, without the general encoder; one byte less, split by it', () => {
+    const encoder = vi.spyOn(format, 'encodeRecordBatch');
+    try {
+      // Ten records of 17 bytes (10-byte values): 61 + 170 bytes uncompressed.
+      const entry = encodeCompressedWrapper({
+        magic: 1,
+        codec: GZIP,
+        messages: Array.from({ length: 10 }, (_, i) => ({
+          offset: 1000n + BigInt(i),
+          timestamp: 5n,
+          key: null,
+          value: new Uint8Array(10).fill(97 + i),
+        })),
+      });
+      const lz4Size = convert([entry], { codec: LZ4 }).batches[0].length;
+      // Split: codec none packs by exact sizes (an encoding a part); LZ4 encodes the whole, then
+      // each of its two parts.
+      for (const [codec, size, encodings] of [
+        [0, 231, 2],
+        [LZ4, lz4Size, 3],
+      ] as const) {
+        encoder.mockClear();
+        expect(convert([entry], { codec, maxBatchBytes: size }).batches.map((b) => b.length)).toEqual([size]);
+        expect(encoder).not.toHaveBeenCalled();
+        const split = convert([entry], { codec, maxBatchBytes: size - 1 }).batches;
+        expect(split.length).toBe(2);
+        expect(encoder).toHaveBeenCalledTimes(encodings);
+      }
+      encoder.mockClear();
+      const one = convert([v1(7n, 5n, 'key', 'a value longer than the batch may be')], {
+        codec: LZ4,
+        maxBatchBytes: 62,
+      });
+      expect(one.batches.length).toBe(1);
+      expect(one.up.stats.oversizeBatches).toBe(1);
+      expect(encoder).not.toHaveBeenCalled();
+      expect(general).not.toHaveBeenCalled();
+    } finally {
+      encoder.mockRestore();
+    }
+  });
+});
