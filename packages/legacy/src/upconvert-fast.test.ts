@@ -11,6 +11,7 @@ import {
   CompressionType,
   CorruptRecordError,
   CrcMismatchError,
+  InvalidArgumentError,
   logicalRecordsOfBatch,
   type RecordFields,
   readRecordBatchHeader,
@@ -560,6 +561,25 @@ describe('Upconverter fast path: a batch that fits is sealed where it was writte
       expect(general).not.toHaveBeenCalled();
     } finally {
       encoder.mockRestore();
+    }
+  });
+});
+
+describe('Upconverter fast path: a record sized wrong', () => {
+  it('stops the conversion (InvalidArgumentError) instead of being written with a wrong length', () => {
+    // Batches are cut on the sizes computed before writing: a varlong sized one byte too long.
+    const real = format.sizeOfVarlong;
+    const spy = vi.spyOn(format, 'sizeOfVarlong').mockImplementation((n) => real(n) + 1);
+    try {
+      for (const codec of [0, LZ4] as const) {
+        // Eight bytes: length, attributes, timestamp and offset deltas, null key, value length,
+        // 'a', no headers.
+        const err = thrown(() => new Upconverter({ codec }).push(v0(0n, null, 'a')));
+        expect(err).toBeInstanceOf(InvalidArgumentError);
+        expect(err).toMatchObject({ detail: 'record encoding wrote 8 bytes, sized 9' });
+      }
+    } finally {
+      spy.mockRestore();
     }
   });
 });
