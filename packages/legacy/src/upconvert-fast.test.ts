@@ -5,7 +5,7 @@
  * @seglift/format's v2 reader; the legacy inputs are built byte by byte (inner streams compressed
  * with node:zlib), so nothing expected comes from the code under test.
  */
-import { gzipSync } from 'node:zlib';
+import { crc32, gzipSync } from 'node:zlib';
 import * as format from '@seglift/format';
 import {
   CompressionType,
@@ -580,6 +580,46 @@ describe('Upconverter fast path: a record sized wrong', () => {
       }
     } finally {
       spy.mockRestore();
+    }
+  });
+});
+
+describe('Upconverter fast path: messages whose lengths do not add up (their CRC-32 right)', () => {
+  const i32 = (n: number) => [(n >>> 24) & 0xff, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff];
+  /** A legacy entry around the message bytes after its CRC (magic on), size and CRC-32 fitting them. */
+  function rawEntry(offset: bigint, message: number[]): Uint8Array {
+    const m = Uint8Array.from(message);
+    const out = new Uint8Array(16 + m.length);
+    const view = new DataView(out.buffer);
+    view.setBigInt64(0, offset);
+    view.setInt32(8, 4 + m.length);
+    view.setUint32(12, crc32(m));
+    out.set(m, 16);
+    return out;
+  }
+
+  it('are left to the general path and fail with its error', () => {
+    const cases = [
+      // v0, null key and value, two bytes more.
+      [0, 0, ...i32(-1), ...i32(-1), 7, 7],
+      // Key or value length -2.
+      [0, 0, ...i32(-2), ...i32(-1)],
+      [0, 0, ...i32(-1), ...i32(-2)],
+      [0, 0, ...i32(-2), ...i32(1), 7],
+      // A key of 5 bytes with 3 there; a value of 3 bytes with 4 there.
+      [0, 0, ...i32(5), 1, 2, 3, ...i32(-1)],
+      [0, 0, ...i32(-1), ...i32(3), 1, 2, 3, 4],
+      // v1 of 20 bytes (22 at least); magic 2.
+      [1, 0, 0, 0, 0, 0, 0, 0, 0, 5, ...i32(-1), 0, 0],
+      [2, 0, ...i32(-1), ...i32(-1)],
+    ];
+    for (const message of cases) {
+      const entry = rawEntry(9n, message);
+      general.mockClear();
+      const err = thrown(() => convert([entry]));
+      expect(general).toHaveBeenCalled();
+      expect(err).toEqual(thrown(() => deep.decodeLegacyRecords(entry)));
+      expect(err).toBeInstanceOf(Error);
     }
   });
 });
