@@ -33,6 +33,8 @@ export const TESTS_FOR = {
   'packages/legacy/src/upconvert.ts': [
     'packages/legacy/src/upconvert.test.ts',
     'packages/legacy/src/upconvert-limits.test.ts',
+    'packages/legacy/src/upconvert-fast.test.ts',
+    'packages/legacy/src/upconvert-prove.test.ts',
   ],
   'packages/format/src/index-file.ts': [
     'packages/format/src/index-file.test.ts',
