@@ -113,6 +113,32 @@ describe('Upconverter fast path: the entries it takes', () => {
     expect(general).not.toHaveBeenCalled();
   });
 
+  it('a batch larger than its 64 KiB starting buffers (codec none and LZ4): the buffers grow and keep every record', () => {
+    const value = (i: number) => `value ${i} `.padEnd(150, '.');
+    const entries = Array.from({ length: 1000 }, (_, i) =>
+      v1(BigInt(i), 1_000n + BigInt(i), `k${i}`, value(i)),
+    );
+    for (const codec of [0, LZ4] as const) {
+      const { batches, rows: got } = convert(entries, {
+        codec,
+        grouping: 'coalesce',
+        coalesceBytes: 1024 * 1024,
+        maxBatchBytes: 1024 * 1024,
+      });
+      expect(batches.length).toBe(1);
+      // The records alone are over 64 KiB, compressed or not.
+      expect(readRecordBatchHeader(batches[0], 0).recordsCount).toBe(1000);
+      if (codec === 0) expect(batches[0].length).toBeGreaterThan(150_000);
+      expect(got).toEqual(
+        Array.from(
+          { length: 1000 },
+          (_, i): Row => [BigInt(i), 1_000n + BigInt(i), 'CreateTime', `k${i}`, value(i)],
+        ),
+      );
+    }
+    expect(general).not.toHaveBeenCalled();
+  });
+
   it('v1 wrapper offsets: base 0 when the first inner message is offset 0, and inner offsets as they are at wrapper offset 0', () => {
     // The wrapper's offset (2) equals the last relative offset: base 0.
     const fromZero = encodeCompressedWrapper({
