@@ -20,40 +20,54 @@ import {
   writeFile,
 } from 'node:fs/promises';
 import path from 'node:path';
-import { CorruptRecordError, type SegmentIndexBuilder } from '@seglift/format';
+import {
+  type CompressionId,
+  CompressionType,
+  CorruptRecordError,
+  type SegmentIndexBuilder,
+} from '@seglift/format';
 import { encodeLegacyEntry } from '@seglift/legacy';
 import { needs, root } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
 import { convertSegment, MAX_SEGMENT_BYTES, SegmentWriter } from './convert.js';
-import { type FsOp, observeFsOps } from './fsops.js';
-import { PARTITION_LOCK_NAME, SegmentFiles } from './names.js';
+import type { FsOp } from './fsops.js';
+import {
+  INDEX_SUFFIX,
+  LOG_SUFFIX,
+  PARTITION_LOCK_NAME,
+  SegmentFiles,
+  TIMEINDEX_SUFFIX,
+  TMP_SUFFIX,
+} from './names.js';
 import { readStageRecord } from './stage.js';
-import { mixedSegment, prng, text, tmpDir, v2Batch, writeSegment } from './test-support/fixtures.js';
-import { ls, sha256 } from './test-support/helpers.js';
-import { independentRecords, recoveryIndexes } from './test-support/independent.js';
+import {
+  mixedSegment,
+  prng,
+  text,
+  tmpDir,
+  v2Batch,
+  writeSegmentWithIndexes,
+} from './test-support/fixtures.js';
+import { ls, recordFsOps, sha256 } from './test-support/helpers.js';
+import { independentRecords } from './test-support/independent.js';
 
 const BASE = '00000000000000000000';
-const GZIP = 1;
-const ZSTD = 4;
+const { GZIP, ZSTD } = CompressionType;
 
 /** A partition with one segment of `bytes` and the indexes Kafka's recovery builds for it. */
 async function segmentWithIndexes(bytes: Uint8Array): Promise<{ dir: string; pdir: string; log: string }> {
   const dir = await tmpDir();
-  const log = await writeSegment(dir, bytes);
-  const pdir = path.dirname(log);
-  const idx = recoveryIndexes(Buffer.from(bytes), 0n);
-  await writeFile(path.join(pdir, `${BASE}.index`), idx.index);
-  await writeFile(path.join(pdir, `${BASE}.timeindex`), idx.timeindex);
-  return { dir, pdir, log };
+  const log = await writeSegmentWithIndexes(dir, bytes);
+  return { dir, pdir: path.dirname(log), log };
 }
 
 /** `n` batches of compressible JSON-like text, `perBatch` records each. */
-function textBatches(codec: number, n: number, perBatch = 20, seed = 7): Uint8Array {
+function textBatches(codec: CompressionId, n: number, perBatch = 20, seed = 7): Uint8Array {
   const rand = prng(seed);
   const parts: Uint8Array[] = [];
   for (let b = 0; b < n; b++) {
     const values = Array.from({ length: perBatch }, () => text(rand, 300));
-    parts.push(v2Batch(BigInt(b * perBatch), values, codec as 0 | 1 | 2 | 3 | 4));
+    parts.push(v2Batch(BigInt(b * perBatch), values, codec));
   }
   return Buffer.concat(parts);
 }
@@ -350,14 +364,9 @@ describe('prepare (stageDir) and commit (fromStage) outcomes', () => {
     const { dir, log } = await segmentWithIndexes(mixedSegment().bytes);
     const sp = path.join(dir, 'stage', 'topic-0');
     expect((await convertSegment(log, { codec: 'zstd', stageDir: sp, level: 3 })).stage).toBe('staged');
-    const ops: FsOp[] = [];
-    const stop = observeFsOps((op) => ops.push(op));
-    let r: Awaited<ReturnType<typeof convertSegment>>;
-    try {
-      r = await convertSegment(log, { codec: 'zstd', stageDir: sp, level: 9 });
-    } finally {
-      stop();
-    }
+    const { result: r, ops } = await recordFsOps(() =>
+      convertSegment(log, { codec: 'zstd', stageDir: sp, level: 9 }),
+    );
     expect(r.stage).toBe('staged');
     const record = new SegmentFiles(sp, 0n).stageRecord;
     const removed = ops.findIndex((op) => op.kind === 'unlink' && op.path === record);
@@ -399,13 +408,9 @@ describe('prepare (stageDir) and commit (fromStage) outcomes', () => {
 
 /** The ops of a commit on the temp names of the partition's segment 0 (the staged files' links). */
 function tempOps(ops: FsOp[], pdir: string): string[] {
-  return ops
-    .filter(
-      (op) =>
-        path.dirname(op.path) === pdir &&
-        ['.log', '.index', '.timeindex'].some((s) => path.basename(op.path) === `${BASE}${s}.seglift-tmp`),
-    )
-    .map((op) => `${op.kind} ${path.basename(op.path)}`);
+  const seg = new SegmentFiles(pdir, 0n);
+  const names = new Set([LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX].map((s) => seg.tmp(s)));
+  return ops.filter((op) => names.has(op.path)).map((op) => `${op.kind} ${path.basename(op.path)}`);
 }
 
 describe('a commit adopting staged files', () => {
@@ -419,13 +424,10 @@ describe('a commit adopting staged files', () => {
     return { ...s, sp, staged: path.join(sp, BASE) };
   }
   async function commit(log: string, sp: string, level?: number) {
-    const ops: FsOp[] = [];
-    const stop = observeFsOps((op) => ops.push(op));
-    try {
-      return { r: await convertSegment(log, { codec: 'zstd', inPlace: true, fromStage: sp, level }), ops };
-    } finally {
-      stop();
-    }
+    const { result: r, ops } = await recordFsOps(() =>
+      convertSegment(log, { codec: 'zstd', inPlace: true, fromStage: sp, level }),
+    );
+    return { r, ops };
   }
   const lockOps = (ops: FsOp[], pdir: string) =>
     ops.flatMap((op, i) =>
@@ -440,7 +442,7 @@ describe('a commit adopting staged files', () => {
     expect([r.result, r.stage]).toEqual(['converted', 'committed']);
     const locks = lockOps(ops, pdir);
     expect(locks.map((l) => l.kind)).toEqual(['link', 'unlink']);
-    const firstLink = ops.findIndex((op) => op.kind === 'link' && op.path.includes('seglift-tmp'));
+    const firstLink = ops.findIndex((op) => op.kind === 'link' && op.path.endsWith(TMP_SUFFIX));
     const firstSwap = ops.findIndex((op) => op.kind === 'rename' && op.path.endsWith('.swap'));
     expect(locks[0].i).toBeLessThan(firstLink);
     expect(locks[1].i).toBeGreaterThan(firstSwap);
@@ -457,7 +459,9 @@ describe('a commit adopting staged files', () => {
     expect([r.result, r.stage]).toEqual(['converted', 'discarded']);
     const locks = lockOps(ops, pdir);
     expect(locks.map((l) => l.kind)).toEqual(['link', 'unlink', 'link', 'unlink']);
-    const created = ops.findIndex((op) => op.kind === 'create' && op.path.endsWith('.log.seglift-tmp'));
+    const created = ops.findIndex(
+      (op) => op.kind === 'create' && op.path === new SegmentFiles(pdir, 0n).tmp(LOG_SUFFIX),
+    );
     expect(created).toBeGreaterThan(locks[1].i);
     expect(created).toBeLessThan(locks[2].i);
   });

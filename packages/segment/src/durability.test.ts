@@ -9,35 +9,28 @@ import { chmod, readdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
-import { type FsOp, observeFsOps } from './fsops.js';
+import type { FsOp } from './fsops.js';
 import { stepOf } from './test-support/crash.js';
-import { mixedSegment, tmpDir, writeSegment } from './test-support/fixtures.js';
-import { recoveryIndexes } from './test-support/independent.js';
+import { mixedSegment, tmpDir, writeSegmentWithIndexes } from './test-support/fixtures.js';
+import { recordFsOps } from './test-support/helpers.js';
 
 const BASE = '00000000000000000000';
 
 async function convertObserved(backup: boolean): Promise<{ ops: FsOp[]; pdir: string; backupDir?: string }> {
   const seg = mixedSegment();
   const dir = await tmpDir();
-  const log = await writeSegment(dir, seg.bytes);
+  const log = await writeSegmentWithIndexes(dir, seg.bytes);
   const pdir = path.dirname(log);
-  const idx = recoveryIndexes(seg.bytes, 0n);
-  await writeFile(path.join(pdir, `${BASE}.index`), idx.index);
-  await writeFile(path.join(pdir, `${BASE}.timeindex`), idx.timeindex);
   await writeFile(path.join(pdir, `${BASE}.txnindex`), Buffer.alloc(34, 1));
   // Group-writable, as a broker with umask 002 leaves them: a copy created under umask 022 needs a
   // chmod, which must be as durable as the copy's bytes.
   for (const s of ['.log', '.index', '.timeindex', '.txnindex'])
     await chmod(path.join(pdir, `${BASE}${s}`), 0o664);
   const backupDir = backup ? path.join(dir, 'backup') : undefined;
-  const ops: FsOp[] = [];
-  const stop = observeFsOps((op) => ops.push(op));
-  try {
-    const r = await convertSegment(log, { codec: 'zstd', inPlace: true, backupDir });
-    expect(r.result).toBe('converted');
-  } finally {
-    stop();
-  }
+  const { result: r, ops } = await recordFsOps(() =>
+    convertSegment(log, { codec: 'zstd', inPlace: true, backupDir }),
+  );
+  expect(r.result).toBe('converted');
   return { ops, pdir, backupDir };
 }
 

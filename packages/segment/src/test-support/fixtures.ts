@@ -12,6 +12,7 @@ import {
 } from '@seglift/format';
 import { encodeCompressedWrapper, encodeLegacyEntry } from '@seglift/legacy';
 import { prng } from '@seglift/testkit';
+import { recoveryIndexes } from './independent.js';
 
 export { prng };
 
@@ -243,4 +244,17 @@ export async function writeSegment(
   const file = path.join(pdir, `${baseOffset.toString().padStart(20, '0')}.log`);
   await writeFile(file, bytes);
   return file;
+}
+
+/** writeSegment, plus the .index and .timeindex Kafka's recovery builds for it. */
+export async function writeSegmentWithIndexes(
+  dir: string,
+  bytes: Uint8Array,
+  baseOffset = 0n,
+): Promise<string> {
+  const log = await writeSegment(dir, bytes, baseOffset);
+  const idx = recoveryIndexes(Buffer.from(bytes), baseOffset);
+  await writeFile(log.replace(/\.log$/, '.index'), idx.index);
+  await writeFile(log.replace(/\.log$/, '.timeindex'), idx.timeindex);
+  return log;
 }

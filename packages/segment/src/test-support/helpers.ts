@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
+import { type FsOp, observeFsOps } from '../fsops.js';
 
 export async function sha256(file: string): Promise<string> {
   return createHash('sha256')
@@ -13,4 +14,15 @@ export async function ls(dir: string): Promise<string[]> {
 
 export async function mtime(file: string): Promise<number> {
   return (await stat(file)).mtimeMs;
+}
+
+/** Runs `fn` and returns what it returned with every filesystem change it made through fsops. */
+export async function recordFsOps<T>(fn: () => Promise<T>): Promise<{ result: T; ops: FsOp[] }> {
+  const ops: FsOp[] = [];
+  const stop = observeFsOps((op) => ops.push(op));
+  try {
+    return { result: await fn(), ops };
+  } finally {
+    stop();
+  }
 }
