@@ -10,6 +10,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import { decodeLegacyRecords, iterateLegacyRecords, logicalRecordsOfLegacyEntry } from './deep.js';
 import { encodeLegacyEntry, readLegacyEntry } from './message.js';
+import { thrown } from './test-support/thrown.js';
 import { encodeCompressedWrapper } from './writer.js';
 
 const bytes = (s: string) => new Uint8Array(Buffer.from(s));
@@ -36,15 +37,6 @@ function wrapper(
 }
 const inner = (offset: bigint, magic: 0 | 1, value: string, timestamp = -1n, attributes = 0) =>
   encodeLegacyEntry(offset, { magic, attributes, timestamp, key: null, value: bytes(value) });
-
-function catchErr(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected an error');
-}
 
 /** Message bodies (crc onward) from IBM/sarama message_test.go, which sarama's encoder built. */
 const SARAMA = {
@@ -130,7 +122,7 @@ describe('deep iteration of compressed wrappers', () => {
 
   it('rejects a v1 wrapper offset below the last inner relative offset', () => {
     const s = concat([inner(0n, 1, 'a', 1n), inner(5n, 1, 'b', 1n)]);
-    const err = catchErr(() => decodeLegacyRecords(wrapper(3n, 1, GZIP, s)));
+    const err = thrown(() => decodeLegacyRecords(wrapper(3n, 1, GZIP, s)));
     expect(err).toBeInstanceOf(CorruptRecordError);
     expect((err as CorruptRecordError).offset).toBe(3n);
   });
@@ -220,18 +212,18 @@ describe('deep iteration of compressed wrappers', () => {
 
   it('rejects nested compression, unknown inner codecs, zero inner messages, null wrapper value', () => {
     const nested = concat([inner(0n, 1, 'a', 1n), inner(1n, 1, 'b', 1n, GZIP)]);
-    expect(catchErr(() => decodeLegacyRecords(wrapper(1n, 1, GZIP, nested)))).toBeInstanceOf(
+    expect(thrown(() => decodeLegacyRecords(wrapper(1n, 1, GZIP, nested)))).toBeInstanceOf(
       UnsupportedFormatError,
     );
     const unknown = concat([inner(0n, 1, 'a', 1n, 6)]);
-    expect(catchErr(() => decodeLegacyRecords(wrapper(0n, 1, GZIP, unknown)))).toBeInstanceOf(
+    expect(thrown(() => decodeLegacyRecords(wrapper(0n, 1, GZIP, unknown)))).toBeInstanceOf(
       UnknownCodecError,
     );
-    expect(catchErr(() => decodeLegacyRecords(wrapper(0n, 1, GZIP, new Uint8Array(0))))).toBeInstanceOf(
+    expect(thrown(() => decodeLegacyRecords(wrapper(0n, 1, GZIP, new Uint8Array(0))))).toBeInstanceOf(
       CorruptRecordError,
     );
     const onlyTruncated = inner(0n, 1, 'abc', 1n).subarray(0, 20);
-    expect(catchErr(() => decodeLegacyRecords(wrapper(0n, 1, GZIP, onlyTruncated)))).toBeInstanceOf(
+    expect(thrown(() => decodeLegacyRecords(wrapper(0n, 1, GZIP, onlyTruncated)))).toBeInstanceOf(
       CorruptRecordError,
     );
     const nullValue = encodeLegacyEntry(0n, {
@@ -241,13 +233,13 @@ describe('deep iteration of compressed wrappers', () => {
       key: null,
       value: null,
     });
-    expect(catchErr(() => decodeLegacyRecords(nullValue))).toBeInstanceOf(CorruptRecordError);
+    expect(thrown(() => decodeLegacyRecords(nullValue))).toBeInstanceOf(CorruptRecordError);
   });
 
   it('rejects zstd wrappers (UnsupportedFormat) and codecs 5-7 (UnknownCodec)', () => {
     for (const magic of [0, 1] as const) {
       const z = encodeLegacyEntry(0n, { magic, attributes: 4, timestamp: 0n, key: null, value: bytes('zz') });
-      expect(catchErr(() => decodeLegacyRecords(z))).toBeInstanceOf(UnsupportedFormatError);
+      expect(thrown(() => decodeLegacyRecords(z))).toBeInstanceOf(UnsupportedFormatError);
       for (const codec of [5, 6, 7]) {
         const u = encodeLegacyEntry(0n, {
           magic,
@@ -256,7 +248,7 @@ describe('deep iteration of compressed wrappers', () => {
           key: null,
           value: bytes('zz'),
         });
-        const err = catchErr(() => decodeLegacyRecords(u));
+        const err = thrown(() => decodeLegacyRecords(u));
         expect(err).toBeInstanceOf(UnknownCodecError);
         expect((err as UnknownCodecError).codecId).toBe(codec);
       }
@@ -276,7 +268,7 @@ describe('deep iteration of compressed wrappers', () => {
     }
     const small = c.slice();
     new DataView(small.buffer).setInt32(8, 13);
-    expect(catchErr(() => decodeLegacyRecords(wrapper(2n, 1, GZIP, concat([a, b, small]))))).toBeInstanceOf(
+    expect(thrown(() => decodeLegacyRecords(wrapper(2n, 1, GZIP, concat([a, b, small]))))).toBeInstanceOf(
       CorruptRecordError,
     );
   });
@@ -285,7 +277,7 @@ describe('deep iteration of compressed wrappers', () => {
     const bad = inner(0n, 1, 'abc', 1n);
     bad[bad.length - 1] ^= 0xff;
     const e = wrapper(0n, 1, GZIP, bad);
-    expect(catchErr(() => decodeLegacyRecords(e))).toBeInstanceOf(CrcMismatchError);
+    expect(thrown(() => decodeLegacyRecords(e))).toBeInstanceOf(CrcMismatchError);
     expect([...decodeLegacyRecords(e, { checkInnerCrc: false })[0].value!]).toEqual([
       0x61,
       0x62,
@@ -299,7 +291,7 @@ describe('deep iteration of compressed wrappers', () => {
       codec: GZIP,
       messages: [{ offset: 0n, key: null, value: new Uint8Array(100_000) }],
     });
-    expect(catchErr(() => decodeLegacyRecords(e, { maxDecompressedBytes: 50_000 }))).toBeInstanceOf(
+    expect(thrown(() => decodeLegacyRecords(e, { maxDecompressedBytes: 50_000 }))).toBeInstanceOf(
       DecompressionLimitError,
     );
     expect(decodeLegacyRecords(e, { maxDecompressedBytes: 100_034 })[0].value!.length).toBe(100_000);

@@ -8,6 +8,7 @@ import {
   legacyTimestampType,
   readLegacyEntry,
 } from './message.js';
+import { thrown } from './test-support/thrown.js';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 const bytes = (s: string) => new Uint8Array(Buffer.from(s));
@@ -68,7 +69,7 @@ describe('legacy message bytes', () => {
   it('rejects a CRC mismatch with both values', () => {
     const e = encodeLegacyEntry(3n, { magic: 0, key: null, value: bytes('x') });
     e[e.length - 1] ^= 1;
-    const err = catchErr(() => readLegacyEntry(e));
+    const err = thrown(() => readLegacyEntry(e));
     expect(err).toBeInstanceOf(CrcMismatchError);
     expect((err as CrcMismatchError).expected).toBe(new DataView(e.buffer).getUint32(12));
     expect((err as CrcMismatchError).offset).toBe(3n);
@@ -79,31 +80,27 @@ describe('legacy message bytes', () => {
     const e = encodeLegacyEntry(3n, { magic: 0, key: null, value: null });
     const small = e.slice();
     new DataView(small.buffer).setInt32(8, 13);
-    expect(catchErr(() => readLegacyEntry(small))).toBeInstanceOf(CorruptRecordError);
-    expect(catchErr(() => readLegacyEntry(e.subarray(0, e.length - 1)))).toBeInstanceOf(TruncatedDataError);
-    expect(catchErr(() => readLegacyEntry(e.subarray(0, 11)))).toBeInstanceOf(TruncatedDataError);
+    expect(thrown(() => readLegacyEntry(small))).toBeInstanceOf(CorruptRecordError);
+    expect(thrown(() => readLegacyEntry(e.subarray(0, e.length - 1)))).toBeInstanceOf(TruncatedDataError);
+    expect(thrown(() => readLegacyEntry(e.subarray(0, 11)))).toBeInstanceOf(TruncatedDataError);
   });
 
   it('checks key and value lengths against the message size', () => {
     const e = encodeLegacyEntry(0n, { magic: 0, key: bytes('abc'), value: bytes('de') });
     const longKey = e.slice();
     new DataView(longKey.buffer).setInt32(18, 100);
-    expect(catchErr(() => readLegacyEntry(longKey, 0, { checkCrc: false }))).toBeInstanceOf(
-      CorruptRecordError,
-    );
+    expect(thrown(() => readLegacyEntry(longKey, 0, { checkCrc: false }))).toBeInstanceOf(CorruptRecordError);
     const badKey = e.slice();
     new DataView(badKey.buffer).setInt32(18, -2);
-    expect(catchErr(() => readLegacyEntry(badKey, 0, { checkCrc: false }))).toBeInstanceOf(
-      CorruptRecordError,
-    );
+    expect(thrown(() => readLegacyEntry(badKey, 0, { checkCrc: false }))).toBeInstanceOf(CorruptRecordError);
     const shortValue = e.slice();
     new DataView(shortValue.buffer).setInt32(25, 1);
-    expect(catchErr(() => readLegacyEntry(shortValue, 0, { checkCrc: false }))).toBeInstanceOf(
+    expect(thrown(() => readLegacyEntry(shortValue, 0, { checkCrc: false }))).toBeInstanceOf(
       CorruptRecordError,
     );
     const longValue = e.slice();
     new DataView(longValue.buffer).setInt32(25, 3);
-    expect(catchErr(() => readLegacyEntry(longValue, 0, { checkCrc: false }))).toBeInstanceOf(
+    expect(thrown(() => readLegacyEntry(longValue, 0, { checkCrc: false }))).toBeInstanceOf(
       CorruptRecordError,
     );
   });
@@ -112,20 +109,9 @@ describe('legacy message bytes', () => {
     const e = encodeLegacyEntry(0n, { magic: 0, key: null, value: null });
     const m2 = e.slice();
     m2[16] = 2;
-    expect(catchErr(() => readLegacyEntry(m2, 0, { checkCrc: false }))).toBeInstanceOf(CorruptRecordError);
+    expect(thrown(() => readLegacyEntry(m2, 0, { checkCrc: false }))).toBeInstanceOf(CorruptRecordError);
     const v1short = e.slice();
     v1short[16] = 1;
-    expect(catchErr(() => readLegacyEntry(v1short, 0, { checkCrc: false }))).toBeInstanceOf(
-      CorruptRecordError,
-    );
+    expect(thrown(() => readLegacyEntry(v1short, 0, { checkCrc: false }))).toBeInstanceOf(CorruptRecordError);
   });
 });
-
-function catchErr(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected an error');
-}

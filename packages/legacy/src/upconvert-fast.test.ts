@@ -21,6 +21,7 @@ import {
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from 'vitest';
 import * as deep from './deep.js';
 import { encodeLegacyEntry } from './message.js';
+import { thrown } from './test-support/thrown.js';
 import { Upconverter, type UpconverterOptions } from './upconvert.js';
 import { encodeCompressedWrapper } from './writer.js';
 
@@ -65,15 +66,6 @@ function convert(entries: Uint8Array[], options: UpconverterOptions = {}) {
   const up = new Upconverter(options);
   const batches = [...entries.flatMap((e) => up.push(e)), ...up.flush()];
   return { up, batches, rows: rows(batches) };
-}
-
-function thrown(f: () => unknown): unknown {
-  try {
-    f();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('did not throw');
 }
 
 let general: MockInstance;
@@ -381,34 +373,20 @@ describe('Upconverter prove, fast path: a record or batch header written wrong i
         .spyOn(format, 'parseRecordAt')
         .mockImplementation((buf, pos, end, f) => realParse(buf, pos, end, f) - 1);
     expect(caught(longer)).toEqual(mismatch('record length'));
-    expect(
-      caught(
-        readBack((f) => {
-          f.offsetDelta = 1;
-        }),
-      ),
-    ).toEqual(mismatch('offset delta 1 vs 0'));
-    expect(
-      caught(
-        readBack((f) => {
-          f.timestampDelta = -1;
-        }),
-      ),
-    ).toEqual(mismatch('timestamp delta -1 vs 0'));
-    expect(
-      caught(
-        readBack((f) => {
-          f.attributes = 0x10;
-        }),
-      ),
-    ).toEqual(mismatch('record attributes or headers'));
-    expect(
-      caught(
-        readBack((f) => {
-          f.headerCount = 1;
-        }),
-      ),
-    ).toEqual(mismatch('record attributes or headers'));
+    const changes: [Partial<RecordFields>, string][] = [
+      [{ offsetDelta: 1 }, 'offset delta 1 vs 0'],
+      [{ timestampDelta: -1 }, 'timestamp delta -1 vs 0'],
+      [{ attributes: 0x10 }, 'record attributes or headers'],
+      [{ headerCount: 1 }, 'record attributes or headers'],
+    ];
+    for (const [over, detail] of changes)
+      expect(
+        caught(
+          readBack((f) => {
+            Object.assign(f, over);
+          }),
+        ),
+      ).toEqual(mismatch(detail));
     for (const [field, key, value] of [
       ['key', bytes('key'), bytes('value')],
       ['key', null, bytes('value')],
