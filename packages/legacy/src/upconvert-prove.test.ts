@@ -7,6 +7,7 @@
 import * as format from '@seglift/format';
 import { describe, expect, it, vi } from 'vitest';
 import { encodeLegacyEntry } from './message.js';
+import { thrown } from './test-support/thrown.js';
 import { Upconverter } from './upconvert.js';
 
 const G = 2n ** 53n + 5n;
@@ -96,13 +97,7 @@ describe('Upconverter prove, general path: a batch that does not read back as it
     });
     try {
       const up = new Upconverter({ prove: true });
-      const err = (() => {
-        try {
-          up.push(encodeLegacyEntry(G, { magic: 0, key: null, value: bytes('v') }));
-        } catch (e) {
-          return e;
-        }
-      })();
+      const err = thrown(() => up.push(encodeLegacyEntry(G, { magic: 0, key: null, value: bytes('v') })));
       expect(err).toBeInstanceOf(format.VerifyMismatchError);
       expect((err as Error).message).toMatch(
         /^verify mismatch in upconverted batch: batch does not decode: /,
