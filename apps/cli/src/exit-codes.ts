@@ -56,8 +56,9 @@ export function formatError(err: unknown): string {
 export function exitCodeOf(err: unknown): ExitCodeValue {
   if (err instanceof UsageError) return ExitCode.USAGE;
   if (err instanceof SegliftError)
-    // A stage dir that cannot be used is a usage problem: nothing was read or written.
-    return err.code === 'INVALID_ARGUMENT' || err.code === 'STAGE_DIR'
+    // A stage dir that cannot be used, or a log dir a broker holds, is a usage problem: nothing
+    // was read or written.
+    return err.code === 'INVALID_ARGUMENT' || err.code === 'STAGE_DIR' || err.code === 'LOG_DIR_LOCKED'
       ? ExitCode.USAGE
       : ExitCode.SEGMENT_FAILED;
   if (isFsError(err)) return ExitCode.SEGMENT_FAILED;

@@ -28,6 +28,7 @@ export type SegliftErrorCode =
   // Raised by the file side (@seglift/segment); listed here so every code has one vocabulary.
   | 'NOT_A_SEGMENT'
   | 'LOCKED'
+  | 'LOG_DIR_LOCKED'
   | 'KAFKA_LEFTOVERS'
   | 'OWNERSHIP'
   | 'STAGE_DIR';

@@ -25,6 +25,25 @@ export class LockedError extends SegliftError {
 }
 
 /**
+ * A log dir's `.lock` is held by someone else: a running Kafka broker (or another seglift). Nothing
+ * may be written there until it stops; `--prepare` works beside it.
+ */
+export class LogDirLockedError extends SegliftError {
+  readonly logDir: string;
+  readonly holderPid: number | undefined;
+  constructor(logDir: string, lockPath: string, holderPid: number | undefined) {
+    const who = holderPid !== undefined && holderPid > 0 ? ` by pid ${holderPid}` : '';
+    super(
+      'LOG_DIR_LOCKED',
+      `log dir ${logDir} is locked${who}: a Kafka broker (or another seglift) is running on it: stop it first, or use --prepare`,
+      { file: lockPath },
+    );
+    this.logDir = logDir;
+    this.holderPid = holderPid;
+  }
+}
+
+/**
  * The partition holds files of an unfinished Kafka operation (`.cleaned`, or `.swap` files that
  * are not seglift's): a broker completing them at start-up deletes segment files by offset range,
  * so nothing is swapped in beside them. Starting and stopping the broker once clears them.

@@ -28,6 +28,7 @@ export { codecLabel, type EntryInfo, formatKey, inspectEntry, needsRewrite } fro
 export {
   KafkaLeftoversError,
   LockedError,
+  LogDirLockedError,
   NotASegmentError,
   OwnershipError,
   PathOutsideRootsError,
@@ -50,6 +51,7 @@ export {
   lockPathFor,
   partitionLockPath,
 } from './lock.js';
+export { acquireLogDirLock, type LogDirLock, logDirLockHolder, logDirLockPath } from './logdir-lock.js';
 export { type MigrateOptions, type MigrateProgress, type MigrateResult, migrate } from './migrate.js';
 export {
   BACKUP_DIR_MARKER,

@@ -34,6 +34,8 @@ export const LOCK_SUFFIX = '.log.seglift.lock';
  * prefix, so Kafka's swap completion never deletes it and its loader ignores it.
  */
 export const PARTITION_LOCK_NAME = 'seglift.partition.lock';
+/** Kafka's own lock of a log dir, held by a running broker (`LogManager.LockFileName`). */
+export const LOG_DIR_LOCK_NAME = '.lock';
 /** In a backup directory and in each partition directory under it: never migrated, never counted. */
 export const BACKUP_DIR_MARKER = '.seglift-backup';
 /** At the root of a stage directory (two-phase migration, stage.ts): what `--stage-dir` may reuse. */

@@ -124,3 +124,13 @@ export const root = requirement(
   'giving files another owner (chown) needs root, as when seglift runs on a broker host',
   () => (process.getuid?.() === 0 ? undefined : 'not running as root'),
 );
+
+/**
+ * A second process holding a process-associated fcntl lock (Python's `fcntl.lockf`, an F_SETLK of
+ * the whole file: the lock a JVM's `FileChannel.tryLock` takes, so a Kafka broker's `.lock`).
+ */
+export const python3 = program(
+  'python3',
+  ['--version'],
+  "holds a log dir's .lock with fcntl.lockf (the lock a Kafka broker's JVM takes) from another process",
+);

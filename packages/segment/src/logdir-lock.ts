@@ -1,0 +1,106 @@
+/**
+ * Kafka's lock of a log dir, `<log.dir>/.lock`: a broker opens it (CREATE, READ, WRITE) and holds
+ * an exclusive fcntl lock on it for as long as it runs (`LogManager.lockLogDirs`,
+ * `org.apache.kafka.server.util.FileLock`); one that cannot take it stops with "Failed to acquire
+ * lock on file .lock". seglift takes the same lock before it writes anything in a log dir and holds
+ * it until it is done, so that it refuses to work under a running broker, and a broker started
+ * meanwhile refuses to start instead of reading half-migrated files. `--prepare` only probes it
+ * (`logDirLockHolder`): it writes nothing in the log dir.
+ *
+ * The descriptor is a plain fd (never a FileHandle, which Node closes when it is collected: that
+ * would drop the lock in the middle of a migration).
+ */
+import { closeSync, constants, fchownSync, fstatSync, openSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { LogDirLockedError, SegmentIoError } from './errors.js';
+import { lockHolder, tryLockWholeFile } from './libc.js';
+import { LOG_DIR_LOCK_NAME } from './names.js';
+
+export interface LogDirLock {
+  readonly logDir: string;
+  /** `<logDir>/.lock` */
+  readonly path: string;
+  /** Drops the lock (idempotent). */
+  release(): void;
+}
+
+export function logDirLockPath(logDir: string): string {
+  return path.join(logDir, LOG_DIR_LOCK_NAME);
+}
+
+/**
+ * Takes `<logDir>/.lock` as Kafka does, creating it when absent (a broker that stopped cleanly
+ * deletes it). A created `.lock` gets the log dir's owner and group, so that the broker's user can
+ * open it for writing when it starts. Throws `LogDirLockedError` when someone else holds it.
+ */
+export function acquireLogDirLock(logDir: string): LogDirLock {
+  const lockPath = logDirLockPath(logDir);
+  let fd: number;
+  let created = false;
+  try {
+    try {
+      fd = openSync(lockPath, constants.O_RDWR | constants.O_NOFOLLOW);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      fd = openSync(lockPath, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
+      created = true;
+    }
+  } catch (err) {
+    throw new SegmentIoError(
+      `cannot open the log dir lock: ${(err as Error).message}`,
+      { file: lockPath },
+      { cause: err },
+    );
+  }
+  try {
+    if (!fstatSync(fd).isFile())
+      throw new SegmentIoError('the log dir lock is not a regular file', { file: lockPath });
+    if (!tryLockWholeFile(fd, lockPath)) {
+      const holder = lockHolder(fd, lockPath);
+      throw new LogDirLockedError(logDir, lockPath, holder?.pid);
+    }
+    if (created) {
+      const dir = statSync(logDir);
+      const own = fstatSync(fd);
+      if (own.uid !== dir.uid || own.gid !== dir.gid) fchownSync(fd, dir.uid, dir.gid);
+    }
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+  let held = true;
+  return {
+    logDir,
+    path: lockPath,
+    release() {
+      if (!held) return;
+      held = false;
+      closeSync(fd);
+    },
+  };
+}
+
+/**
+ * Whether someone holds `<logDir>/.lock`, without taking it or creating it: undefined when the
+ * file is absent or unlocked; else the holder's pid when the kernel can name it here (0: a process
+ * in another PID namespace, -1: an open-file-description lock such as another seglift's).
+ */
+export function logDirLockHolder(logDir: string): { pid: number } | undefined {
+  const lockPath = logDirLockPath(logDir);
+  let fd: number;
+  try {
+    fd = openSync(lockPath, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new SegmentIoError(
+      `cannot open the log dir lock: ${(err as Error).message}`,
+      { file: lockPath },
+      { cause: err },
+    );
+  }
+  try {
+    return lockHolder(fd, lockPath);
+  } finally {
+    closeSync(fd);
+  }
+}
