@@ -3,7 +3,15 @@ import path from 'node:path';
 import { InvalidArgumentError } from '@seglift/format';
 import { SegmentIoError } from './errors.js';
 import { exists, sameContent } from './fs-util.js';
-import { copyFileSynced, fsyncDir, mkdirp, removeIfExists, rename, utimes, writeWholeFile } from './fsops.js';
+import {
+  copyFileSynced,
+  fsyncDir,
+  mkdirp,
+  removeIfExists,
+  rename,
+  setMtime,
+  writeWholeFile,
+} from './fsops.js';
 import { BACKUP_DIR_MARKER, LOG_SUFFIX, type SegmentFiles, TMP_SUFFIX } from './names.js';
 import { applyOwnership, ownershipOf } from './ownership.js';
 import { isInside as inside, realpathOfNearest as realPathOf } from './roots.js';
@@ -28,14 +36,14 @@ export async function assertBackupDirOutside(backupDir: string, migrated: string
 }
 
 /**
- * Copies the originals to backupDir/<partition dir>/, with their owner, mode and (for the .log)
- * the original mtime. Never overwrites: an identical backup is kept (a rerun after a crash), a
+ * Copies the originals to backupDir/<partition dir>/, with their owner, mode and mtime to the
+ * nanosecond (the .log's: `mtimeNs`, the one taken before the conversion). Never overwrites: an identical backup is kept (a rerun after a crash), a
  * different one refuses the rewrite (it may be the only copy of the true original).
  */
 export async function backupOriginals(
   seg: SegmentFiles,
   backupDir: string,
-  mtimeMs: number,
+  mtimeNs: bigint,
 ): Promise<string[]> {
   const dest = path.join(backupDir, path.basename(seg.dir));
   await mkdirp(dest);
@@ -69,11 +77,11 @@ export async function backupOriginals(
       // sits under the original's name where it would pass for a backup.
       const partial = `${to}${TMP_SUFFIX}`;
       const owner = await ownershipOf(src);
-      const st = await stat(src);
+      const st = await stat(src, { bigint: true });
       await copyFileSynced(src, partial, owner.mode, {
         finish: async (f) => {
           await applyOwnership(f, owner);
-          await utimes(f, st.atime, suffix === LOG_SUFFIX ? new Date(mtimeMs) : st.mtime);
+          await setMtime(f, suffix === LOG_SUFFIX ? mtimeNs : st.mtimeNs);
         },
       });
       written.push(to);

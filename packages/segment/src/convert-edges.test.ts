@@ -5,7 +5,6 @@
  * outcomes of a prepare whose source moves and of a commit whose stage says "already converted",
  * and what a commit may and may not touch when it adopts staged files.
  */
-import { execFileSync } from 'node:child_process';
 import {
   chmod,
   chown,
@@ -31,6 +30,7 @@ import { needs, root } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
 import { convertSegment, MAX_SEGMENT_BYTES, SegmentWriter } from './convert.js';
 import type { FsOp } from './fsops.js';
+import { setMtimeNs } from './libc.js';
 import {
   INDEX_SUFFIX,
   LOG_SUFFIX,
@@ -415,9 +415,14 @@ function tempOps(ops: FsOp[], pdir: string): string[] {
 
 describe('a commit adopting staged files', () => {
   const T = 1_700_000_000_000;
+  /** T and a sub-millisecond part: the commit keeps the nanosecond. */
+  const T_NS = BigInt(T) * 1_000_000n + 123_456_789n;
   async function prepared(): Promise<{ dir: string; pdir: string; log: string; sp: string; staged: string }> {
     const s = await segmentWithIndexes(mixedSegment().bytes);
-    for (const f of await readdir(s.pdir)) await utimes(path.join(s.pdir, f), T / 1000, T / 1000);
+    for (const f of await readdir(s.pdir)) {
+      await utimes(path.join(s.pdir, f), T / 1000, T / 1000);
+      setMtimeNs(path.join(s.pdir, f), T_NS);
+    }
     const sp = path.join(s.dir, 'stage', 'topic-0');
     const p = await convertSegment(s.log, { codec: 'zstd', stageDir: sp });
     expect(p.stage).toBe('staged');
@@ -450,7 +455,8 @@ describe('a commit adopting staged files', () => {
     expect(
       t.filter((o) => !o.startsWith('link ') && !o.startsWith('unlink ') && !o.startsWith('rename ')),
     ).toEqual([]);
-    for (const f of await readdir(pdir)) expect((await stat(path.join(pdir, f))).mtimeMs).toBe(T);
+    for (const f of await readdir(pdir))
+      expect((await stat(path.join(pdir, f), { bigint: true })).mtimeNs).toBe(T_NS);
   });
 
   it('a stale stage (other options) is discarded and the segment converted with the partition lock let go meanwhile', async () => {
@@ -466,12 +472,12 @@ describe('a commit adopting staged files', () => {
     expect(created).toBeLessThan(locks[2].i);
   });
 
-  it("a staged file whose mode or mtime differs from the source (by 1 ms) gets the source's, and is synced; the others are left", async () => {
+  it("a staged file whose mode or mtime differs from the source (by 1 ns) gets the source's, and is synced; the others are left", async () => {
     const { pdir, log, sp, staged } = await prepared();
     await chmod(`${staged}.index`, 0o600);
-    // Exactly one millisecond later (utimes goes through a float of seconds and lands within one).
-    execFileSync('touch', ['-m', '-d', `@${T / 1000}.001`, `${staged}.timeindex`]);
-    expect((await stat(`${staged}.timeindex`, { bigint: true })).mtimeNs).toBe(BigInt(T + 1) * 1_000_000n);
+    // One nanosecond later: no rounding hides it.
+    setMtimeNs(`${staged}.timeindex`, T_NS + 1n);
+    expect((await stat(`${staged}.timeindex`, { bigint: true })).mtimeNs).toBe(T_NS + 1n);
     const { r, ops } = await commit(log, sp);
     expect(r.result).toBe('converted');
     const t = tempOps(ops, pdir).filter((o) => /^(chown|chmod|utimes|fsync) /.test(o));
@@ -489,9 +495,7 @@ describe('a commit adopting staged files', () => {
     ]);
     const mode = (f: string) => stat(path.join(pdir, f)).then((s) => s.mode & 0o7777);
     expect(await mode(`${BASE}.index`)).toBe(0o644);
-    expect((await stat(path.join(pdir, `${BASE}.timeindex`), { bigint: true })).mtimeNs).toBe(
-      BigInt(T) * 1_000_000n,
-    );
+    expect((await stat(path.join(pdir, `${BASE}.timeindex`), { bigint: true })).mtimeNs).toBe(T_NS);
   });
 
   for (const [what, uid, gid] of [

@@ -4,6 +4,7 @@ import { crc32c } from '@seglift/format';
 import { encodeLegacyEntry } from '@seglift/legacy';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
+import { setMtimeNs } from './libc.js';
 import { formatReportTable } from './report.js';
 import { crashAfterOp, killLocks } from './test-support/crash.js';
 import { mixedSegment, prng, tmpDir, v2Batch, writeSegment } from './test-support/fixtures.js';
@@ -12,11 +13,14 @@ import { independentRecords, recoveryIndexes, shallowEntries } from './test-supp
 import { verifySegment } from './verify.js';
 
 const OLD = new Date('2019-03-04T05:06:07.000Z');
+/** OLD and a sub-millisecond part, which a rewrite must keep too. */
+const OLD_NS = BigInt(OLD.getTime()) * 1_000_000n + 123_457n;
 
 async function setup(bytes: Uint8Array = mixedSegment().bytes, base = 0n) {
   const dir = await tmpDir();
   const log = await writeSegment(dir, bytes, base);
   await utimes(log, OLD, OLD);
+  setMtimeNs(log, OLD_NS);
   return { dir, log, pdir: path.dirname(log) };
 }
 
@@ -38,7 +42,7 @@ describe('convertSegment', () => {
     expect(r.error).toBeUndefined();
     expect(r.result).toBe('converted');
     expect(await sha256(log)).toBe(before);
-    expect(await mtime(log)).toBe(OLD.getTime());
+    expect(await mtime(log)).toBe(OLD_NS);
     expect(await ls(pdir)).toEqual(['00000000000000000000.log']);
     expect(await ls(outDir)).toEqual([
       '00000000000000000000.index',
@@ -85,7 +89,7 @@ describe('convertSegment', () => {
     expect(r.bytesIn).toBe(seg.bytes.length);
     expect(r.bytesOut).toBe(out.length);
     expect(progress[progress.length - 1]).toBe(seg.bytes.length);
-    expect(await mtime(path.join(outDir, '00000000000000000000.log'))).toBe(OLD.getTime());
+    expect(await mtime(path.join(outDir, '00000000000000000000.log'))).toBe(OLD_NS);
     const v = await verifySegment(path.join(outDir, '00000000000000000000.log'));
     expect(v.problems).toEqual([]);
     expect(v).toMatchObject({
@@ -137,8 +141,9 @@ describe('convertSegment', () => {
     ]);
     expect(await readFile(txn)).toEqual(Buffer.alloc(34, 1));
     for (const f of ['log', 'index', 'timeindex'])
-      expect(await mtime(path.join(pdir, `00000000000000000000.${f}`))).toBe(OLD.getTime());
+      expect(await mtime(path.join(pdir, `00000000000000000000.${f}`))).toBe(OLD_NS);
     expect(await readFile(path.join(backupDir, 'topic-0', '00000000000000000000.log'))).toEqual(seg.bytes);
+    expect(await mtime(path.join(backupDir, 'topic-0', '00000000000000000000.log'))).toBe(OLD_NS);
     expect(await readFile(path.join(backupDir, 'topic-0', '00000000000000000000.index'))).toEqual(
       Buffer.alloc(16),
     );
@@ -157,7 +162,7 @@ describe('convertSegment', () => {
       recordsIn: 274,
     });
     expect(await sha256(log)).toBe(hash);
-    expect(await mtime(log)).toBe(OLD.getTime());
+    expect(await mtime(log)).toBe(OLD_NS);
     expect(await ls(pdir)).toHaveLength(4);
     // force rewrites anyway.
     const forced = await convertSegment(log, { codec: 'zstd', inPlace: true, force: true });
@@ -453,7 +458,7 @@ describe('convertSegment', () => {
     expect(out.equals(seg)).toBe(true);
     const idx = recoveryIndexes(out, 100n, 1);
     expect((await readFile(path.join(outDir, '00000000000000000100.index'))).equals(idx.index)).toBe(true);
-    expect(await mtime(path.join(outDir, '00000000000000000100.log'))).toBe(OLD.getTime());
+    expect(await mtime(path.join(outDir, '00000000000000000100.log'))).toBe(OLD_NS);
     expect((await verifySegment(r.outPath!)).ok).toBe(true);
     expect(formatReportTable([r])).toMatch(/0 conv\/1 copy\/0 skip\/0 fail/);
     // An empty segment (a rolled one that never got a record) is a segment too.

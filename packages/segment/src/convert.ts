@@ -32,7 +32,7 @@ import {
   removeIfExists,
   rename,
   SimulatedCrash,
-  utimes,
+  setMtime,
   writeAll,
   writeWholeFile,
 } from './fsops.js';
@@ -365,9 +365,10 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     };
     if (options.inPlace) for (const o of Object.values(indexOwner)) assertCanKeepOwnership(o, src.log);
     // recoverLeftovers may have completed an earlier swap of this very segment.
-    const before = await stat(src.log);
-    const mtimeMs = before.mtimeMs;
-    report.bytesIn = before.size;
+    const before = await stat(src.log, { bigint: true });
+    // To the nanosecond: the new files get exactly the original's (a rewrite changes no time).
+    const mtimeNs = before.mtimeNs;
+    report.bytesIn = Number(before.size);
     const outDir = options.inPlace ? src.dir : path.resolve(options.outDir ?? options.stageDir!);
     dest = src.in(outDir);
     const tmp = {
@@ -384,7 +385,7 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     ];
     // Commit of a two-phase migration: the staged files, when still the source's conversion.
     const fromStage = options.fromStage
-      ? await adoptStaged(src, options.fromStage, options, report, owners, mtimeMs)
+      ? await adoptStaged(src, options.fromStage, options, report, owners, mtimeNs)
       : 'absent';
     if (fromStage !== 'adopted') {
       // A conversion now: the partition's other swaps are not kept waiting for it.
@@ -410,7 +411,7 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
           report.result = 'skipped';
           report.reason = 'already-target-codec';
           if (options.stageDir)
-            await recordStaged(src, dest, options, staged!, digests!, report, mtimeMs, false);
+            await recordStaged(src, dest, options, staged!, digests!, report, mtimeNs, false);
           return finish(report, started);
         }
         copyOnly = true;
@@ -423,7 +424,7 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
       if (!options.inPlace) madeOutDir = await mkdirp(outDir);
       if (!options.inPlace && dest.log === src.log)
         throw new InvalidArgumentError('outDir is the segment directory');
-      await produce(src, tmp, outDir, owners, mtimeMs, codec, options, report, digests);
+      await produce(src, tmp, outDir, owners, mtimeNs, codec, options, report, digests);
       if (options.stageDir) {
         // Staged only when the source is still the file read (a retention delete or a cleaner's
         // replacement while it was read makes a new inode or a missing file).
@@ -433,7 +434,7 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
       }
     }
     if (options.inPlace) {
-      if (options.backupDir) report.backupPaths = await backupOriginals(src, options.backupDir, mtimeMs);
+      if (options.backupDir) report.backupPaths = await backupOriginals(src, options.backupDir, mtimeNs);
       // Waiting for another segment's swap can be interrupted; the swap itself never is.
       const partitionLock = held ?? (await acquirePartitionLock(src.dir, { signal: options.signal }));
       held = undefined;
@@ -443,7 +444,7 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
         await options.beforeSwap?.();
         options.signal?.throwIfAborted();
         swapping = true;
-        await swapInPlace(src, mtimeMs);
+        await swapInPlace(src, mtimeNs);
       } catch (err) {
         // Once the marker is written the swap is completed, by this run or the next one
         // (recoverLeftovers); before it, the catch below removes the temp files.
@@ -470,7 +471,7 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
       }
       await fsyncDir(outDir);
       report.outPath = dest.log;
-      if (options.stageDir) await recordStaged(src, dest, options, staged!, digests!, report, mtimeMs, true);
+      if (options.stageDir) await recordStaged(src, dest, options, staged!, digests!, report, mtimeNs, true);
     }
     // Committed: the staged copies are the swapped-in files now (links); the record goes.
     if (fromStage === 'adopted') await discardStaged(options.fromStage!, src.baseOffset).catch(rethrowCrash);
@@ -542,7 +543,7 @@ async function produce(
   tmp: { log: string; index: string; timeindex: string },
   outDir: string,
   owners: [string, Ownership][],
-  mtimeMs: number,
+  mtimeNs: bigint,
   codec: number,
   options: ConvertOptions,
   report: SegmentReport,
@@ -564,7 +565,7 @@ async function produce(
   if (await isActiveSegment(src.log)) assertIndexesFit(src, offsetIndexBytes, timeIndexBytes, options);
   for (const [f, o] of owners) {
     await applyOwnership(f, o, !options.inPlace);
-    await utimes(f, new Date(), new Date(mtimeMs));
+    await setMtime(f, mtimeNs);
   }
   // fsync runs while verify reads the files back (from the page cache, as it would after a
   // sync); nothing is renamed before both are done.
@@ -610,7 +611,7 @@ async function recordStaged(
   source: SourceIdentity,
   digests: StageDigests,
   report: SegmentReport,
-  mtimeMs: number,
+  mtimeNs: bigint,
   withFiles: boolean,
 ): Promise<void> {
   let files: StageRecord['files'] = null;
@@ -637,7 +638,12 @@ async function recordStaged(
     kind: 'stage',
     version: 1,
     prefix: src.prefix,
-    source: { ...source, sha256: digests.source.digest('hex'), sampleSha256, mtimeMs },
+    source: {
+      ...source,
+      sha256: digests.source.digest('hex'),
+      sampleSha256,
+      mtimeMs: Number(mtimeNs / 1_000_000n),
+    },
     options: stageOptionsKey(options),
     files,
     counts: {
@@ -666,7 +672,7 @@ async function adoptStaged(
   options: ConvertOptions,
   report: SegmentReport,
   owners: [string, Ownership][],
-  mtimeMs: number,
+  mtimeNs: bigint,
 ): Promise<'absent' | 'stale' | 'unchanged' | 'adopted'> {
   const record = await readStageRecord(stagePartition, src.baseOffset);
   if (record === undefined) return 'absent';
@@ -696,15 +702,14 @@ async function adoptStaged(
   }
   // Prepare gave them the owners and mtime where it could; anything else is set now (and synced).
   for (const [f, o] of owners) {
-    const st = await stat(f);
+    const st = await stat(f, { bigint: true });
     let changed = false;
-    if (st.uid !== o.uid || st.gid !== o.gid || (st.mode & 0o7777) !== o.mode) {
+    if (Number(st.uid) !== o.uid || Number(st.gid) !== o.gid || (Number(st.mode) & 0o7777) !== o.mode) {
       await applyOwnership(f, o);
       changed = true;
     }
-    // utimes takes a Date: prepare set the millisecond (stored through a float: within one).
-    if (Math.abs(st.mtimeMs - mtimeMs) >= 1) {
-      await utimes(f, new Date(), new Date(mtimeMs));
+    if (st.mtimeNs !== mtimeNs) {
+      await setMtime(f, mtimeNs);
       changed = true;
     }
     if (changed) await fsyncFile(f);

@@ -29,6 +29,7 @@ import {
 } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { SegmentIoError } from './errors.js';
+import { setMtimeNs } from './libc.js';
 
 export type FsOpKind =
   | 'create'
@@ -241,6 +242,16 @@ export async function link(from: string, to: string): Promise<void> {
 export async function utimes(p: string, atime: Date, mtime: Date): Promise<void> {
   before();
   await fsUtimes(p, atime, mtime);
+  await done({ kind: 'utimes', path: p });
+}
+
+/**
+ * Gives `p` the mtime `mtimeNs` to the nanosecond (utimensat: fs.utimes goes through a double of
+ * seconds and loses the sub-microsecond part); its atime is left. A 'utimes' operation.
+ */
+export async function setMtime(p: string, mtimeNs: bigint): Promise<void> {
+  before();
+  setMtimeNs(p, mtimeNs);
   await done({ kind: 'utimes', path: p });
 }
 

@@ -79,7 +79,7 @@ export interface StageRecord {
     sha256: string;
     /** sha256 of the first and last SOURCE_SAMPLE_BYTES (sampleDigest). */
     sampleSha256: string;
-    /** The source .log's mtime in ms, given to the new files (retention falls back to it). */
+    /** The source .log's mtime in ms, for a reader (the new files get `mtimeNs`). */
     mtimeMs: number;
   };
   options: StageOptionsKey;

@@ -44,7 +44,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { SegmentIoError } from './errors.js';
 import { exists, sameContent } from './fs-util.js';
-import { copyFileSynced, fsyncDir, removeIfExists, rename, utimes, writeWholeFile } from './fsops.js';
+import {
+  copyFileSynced,
+  fsyncDir,
+  removeIfExists,
+  rename,
+  setMtime,
+  utimes,
+  writeWholeFile,
+} from './fsops.js';
 import {
   INDEX_SUFFIX,
   LOG_SUFFIX,
@@ -77,6 +85,11 @@ export interface SwapMarker {
   createdAt: string;
   /** The original .log's mtime, given to the new files (retention falls back to it). */
   mtimeMs: number;
+  /**
+   * The same to the nanosecond, as a decimal string (JSON has no int64); absent in the markers of
+   * older versions, whose recovery sets `mtimeMs`.
+   */
+  mtimeNs?: string;
   /** The original .log when the swap began: a swap still under temp names is rolled forward only while it is this file. */
   source: FileIdentity;
   /**
@@ -108,7 +121,7 @@ export function sameFile(
  * Steps 1-9 above. The caller holds the segment lock and the partition lock, and the new files
  * exist under their temp names, verified and fsynced.
  */
-export async function swapInPlace(seg: SegmentFiles, mtimeMs: number): Promise<void> {
+export async function swapInPlace(seg: SegmentFiles, mtimeNs: bigint): Promise<void> {
   const source = await identityOf(seg.log);
   if (!source) throw new SegmentIoError('the segment disappeared before its swap', { file: seg.log });
   const rewritten: SwapMarker['rewritten'] = {};
@@ -125,7 +138,8 @@ export async function swapInPlace(seg: SegmentFiles, mtimeMs: number): Promise<v
     pid: process.pid,
     host: os.hostname(),
     createdAt: new Date().toISOString(),
-    mtimeMs,
+    mtimeMs: Number(mtimeNs / 1_000_000n),
+    mtimeNs: String(mtimeNs),
     source,
     rewritten,
     extras,
@@ -266,9 +280,12 @@ export async function rollForward(seg: SegmentFiles, marker: SwapMarker): Promis
   }
   await fsyncDir(seg.dir);
   // 9. the mtime (renames keep it; set again in case a crash came between) and the marker.
+  const ns = /^\d+$/.test(marker.mtimeNs ?? '') ? BigInt(marker.mtimeNs!) : undefined;
   const t = new Date(marker.mtimeMs);
   for (const s of REWRITTEN) {
-    if (sameFile(await identityOf(seg.file(s)), marker.rewritten[s])) await utimes(seg.file(s), t, t);
+    if (!sameFile(await identityOf(seg.file(s)), marker.rewritten[s])) continue;
+    if (ns !== undefined) await setMtime(seg.file(s), ns);
+    else await utimes(seg.file(s), t, t);
   }
   await removeIfExists(seg.marker);
   await fsyncDir(seg.dir);

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import { convertSegment } from '../convert.js';
 import { recoverLeftovers } from '../leftovers.js';
+import { setMtimeNs } from '../libc.js';
 import { verifySegment } from '../verify.js';
 import { killLocks } from './crash.js';
 import { mixedSegment, tmpDir } from './fixtures.js';
@@ -16,6 +17,8 @@ import { independentRecords, type PlainRecord, recoveryIndexes } from './indepen
 import { kafkaServes, kafkaStartUp } from './kafka-model.js';
 
 const OLD = new Date('2019-05-06T07:08:09.000Z');
+/** With a sub-millisecond part: a rewrite and its recovery keep the mtime to the nanosecond. */
+const OLD_NS = BigInt(OLD.getTime()) * 1_000_000n + 4_321n;
 export const TXN = Buffer.alloc(34, 1);
 export const SNAP = Buffer.alloc(20, 2);
 /** A small segment.index.bytes keeps the zero-filled index the model writes small. */
@@ -40,6 +43,8 @@ export async function partition(): Promise<Partition> {
   const root = await tmpDir('seglift-crash-');
   const pdir = path.join(root, 'orders-0');
   await cp(template.pdir, pdir, { recursive: true, preserveTimestamps: true });
+  // cp keeps the millisecond only.
+  for (const p of template.prefixes) setMtimeNs(path.join(pdir, `${p}.log`), OLD_NS);
   return { ...template, root, pdir, prefixes: [...template.prefixes], expected: [...template.expected] };
 }
 
@@ -106,7 +111,7 @@ async function wholeSegments(part: Partition): Promise<('original' | 'converted'
       expect(await readFile(path.join(part.pdir, `${p}.index`))).toEqual(idx.index);
       expect(await readFile(path.join(part.pdir, `${p}.timeindex`))).toEqual(idx.timeindex);
       expect((await verifySegment(log)).problems).toEqual([]);
-      expect((await stat(log)).mtimeMs).toBe(OLD.getTime());
+      expect((await stat(log, { bigint: true })).mtimeNs).toBe(OLD_NS);
       out.push('converted');
     }
   }

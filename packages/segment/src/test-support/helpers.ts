@@ -12,8 +12,9 @@ export async function ls(dir: string): Promise<string[]> {
   return (await readdir(dir)).sort();
 }
 
-export async function mtime(file: string): Promise<number> {
-  return (await stat(file)).mtimeMs;
+/** The file's mtime to the nanosecond. */
+export async function mtime(file: string): Promise<bigint> {
+  return (await stat(file, { bigint: true })).mtimeNs;
 }
 
 /** Runs `fn` and returns what it returned with every filesystem change it made through fsops. */
