@@ -53,6 +53,7 @@ import {
   sameIdentity,
   sampleDigest,
   sourceIdentity,
+  stagedFileMismatch,
   stageOptionsKey,
   staleReason,
   writeStageRecord,
@@ -636,7 +637,7 @@ async function recordStaged(
   await writeStageRecord(dest.dir, {
     tool: 'seglift',
     kind: 'stage',
-    version: 1,
+    version: 2,
     prefix: src.prefix,
     source: {
       ...source,
@@ -662,9 +663,10 @@ async function recordStaged(
 
 /**
  * Commit, in place, under the segment lock: links the staged files to the temp names the swap
- * expects when the record still matches the source and the options ('adopted'); a record saying
- * the source is already in the target codec makes the report a skip ('unchanged'); a stale
- * record is discarded with its files ('stale'), and the segment is converted as usual.
+ * expects when the record still matches the source and the options, and the linked files are
+ * still the bytes prepare wrote and verified ('adopted'); a record saying the source is already in
+ * the target codec makes the report a skip ('unchanged'); a stale record, or staged files that
+ * fail their check, are discarded ('stale'), and the segment is converted as usual.
  */
 async function adoptStaged(
   src: SegmentFiles,
@@ -681,16 +683,15 @@ async function adoptStaged(
     report.stage = 'discarded';
     return 'stale';
   }
-  Object.assign(report, record.counts);
-  report.stage = 'committed';
   if (record.files === null) {
+    Object.assign(report, record.counts);
+    report.stage = 'committed';
     await discardStaged(stagePartition, src.baseOffset);
     report.result = 'skipped';
     report.reason = 'already-target-codec';
     return 'unchanged';
   }
   const files = record.files;
-  report.bytesOut = files[LOG_SUFFIX].size;
   if (await isActiveSegment(src.log))
     assertIndexesFit(src, files[INDEX_SUFFIX].size, files[TIMEINDEX_SUFFIX].size, options);
   // Links, not renames: a crash before the swap's marker leaves the stage whole for a rerun
@@ -700,6 +701,23 @@ async function adoptStaged(
     await removeIfExists(src.tmp(s));
     await link(staged.file(s), src.tmp(s));
   }
+  // Checked through the links: the very inodes the swap renames in. Nothing else checks these
+  // bytes again (verify read them in prepare, maybe days ago).
+  const bad = await stagedFileMismatch(record, {
+    [LOG_SUFFIX]: src.tmp(LOG_SUFFIX),
+    [INDEX_SUFFIX]: src.tmp(INDEX_SUFFIX),
+    [TIMEINDEX_SUFFIX]: src.tmp(TIMEINDEX_SUFFIX),
+  });
+  if (bad !== undefined) {
+    for (const s of STAGED) await removeIfExists(src.tmp(s));
+    await discardStaged(stagePartition, src.baseOffset);
+    report.stage = 'corrupt';
+    report.reason = `staged copy failed its check (${bad.what} of ${src.prefix}${bad.suffix} differs from the stage record): converted at commit`;
+    return 'stale';
+  }
+  Object.assign(report, record.counts);
+  report.stage = 'committed';
+  report.bytesOut = files[LOG_SUFFIX].size;
   // Prepare gave them the owners and mtime where it could; anything else is set now (and synced).
   for (const [f, o] of owners) {
     const st = await stat(f, { bigint: true });

@@ -9,7 +9,10 @@ export type SegmentResult = 'converted' | 'copied' | 'skipped' | 'failed' | 'not
 export interface SegmentReport {
   path: string;
   result: SegmentResult;
-  /** Why skipped/failed: e.g. 'already-target-codec', 'active-segment', the error message. */
+  /**
+   * Why skipped/failed: e.g. 'already-target-codec', 'active-segment', the error message. A
+   * commit's segment whose staged copy failed its check: what failed (stage 'corrupt').
+   */
   reason?: string;
   /** The typed error's toJSON() when failed. */
   error?: Record<string, unknown>;
@@ -41,9 +44,10 @@ export interface SegmentReport {
    * Two-phase migration. Prepare: 'staged' (verified conversion and record in the stage dir),
    * 'changed'/'gone' (the source was replaced or deleted while read: nothing staged). Commit:
    * 'committed' (the staged files swapped in), 'discarded' (the staged segment no longer matched
-   * its source or the options: converted now instead).
+   * its source or the options: converted now instead), 'corrupt' (the staged files were not the
+   * bytes prepare wrote, by their sha256: discarded, converted now; `reason` says which file).
    */
-  stage?: 'staged' | 'changed' | 'gone' | 'committed' | 'discarded';
+  stage?: 'staged' | 'changed' | 'gone' | 'committed' | 'discarded' | 'corrupt';
   durationMs: number;
   throughputMBps: number;
 }

@@ -12,14 +12,23 @@
  * Why the commit does not re-read a source whole: Kafka never modifies a rolled segment in place
  * (docs/kafka-format.md §6.8): retention renames it to `.deleted` and unlinks it, the cleaner
  * writes a new file and renames it over (`.cleaned` -> `.swap` -> `.log`), a new inode each time.
- * So device, inode, size and mtime (ns) tell every change Kafka makes; the digest of the first
- * and last 64 KiB (SOURCE_SAMPLE_BYTES) also catches an inode number reused by a new file of the
- * same size and mtime. A full digest would read the whole log dir while the broker is down, which
- * is what two-phase migration exists to avoid (commit <= 5% of a plain migrate, bench/two-phase).
- * The full sha256 is recorded (computed while prepare read the source for its conversion) for
- * an operator's audit.
+ * So device, inode, size and mtime (ns) tell every change Kafka makes. ctime (ns) tells the
+ * changes of anybody else: a write in place with the size and mtime put back, or a file deleted
+ * and recreated under a reused inode number, sets it, and no utime call can set it back. The
+ * digest of the first and last 64 KiB (SOURCE_SAMPLE_BYTES) is one more check on the same file.
+ * A full digest would read the whole log dir while the broker is down, which is what two-phase
+ * migration exists to avoid (commit <= 5% of a plain migrate, bench/two-phase). The full sha256
+ * is recorded (computed while prepare read the source for its conversion) for an operator's
+ * audit.
+ *
+ * The staged files, by contrast, are read whole at commit (`stagedFileMismatch`): they are what
+ * the swap puts in the partition, no conversion will check them again, and they may sit for days
+ * on a disk shared with other work. Their sha256 (taken by prepare's writer, before verify read
+ * them back) must still be theirs; one that is not is discarded and its segment converted from
+ * the source. Only the converted bytes are read (about a third of the source with zstd), at the
+ * speed of a sequential read: docs/operator-guide.md gives the measured cost.
  */
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { open, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_BATCH_BYTES } from '@seglift/format';
@@ -43,12 +52,14 @@ export const SOURCE_SAMPLE_BYTES = 64 * 1024;
 /** The staged files, by suffix: the ones a rewrite replaces. */
 export const STAGED = REWRITTEN;
 
-/** Who a file is: nanosecond mtime and 64-bit device/inode numbers, as decimal strings. */
+/** Who a file is: nanosecond mtime and ctime, 64-bit device/inode numbers, as decimal strings. */
 export interface SourceIdentity {
   dev: string;
   ino: string;
   size: number;
   mtimeNs: string;
+  /** Any change to the file, its data or its inode, sets it; nothing sets it back (see the header). */
+  ctimeNs: string;
 }
 
 /** What decides a conversion's output: a staged segment made with other options is stale. */
@@ -72,7 +83,8 @@ export interface StagedFile {
 export interface StageRecord {
   tool: 'seglift';
   kind: 'stage';
-  version: 1;
+  /** 2: the source identity has ctimeNs. A version 1 record never matches (see readStageRecord). */
+  version: 1 | 2;
   prefix: string;
   source: SourceIdentity & {
     /** sha256 of the bytes converted (the whole file unless a truncated tail was dropped). */
@@ -126,17 +138,76 @@ export function stageOptionsKey(o: {
 export async function sourceIdentity(file: string): Promise<SourceIdentity | undefined> {
   try {
     const st = await stat(file, { bigint: true });
-    return { dev: String(st.dev), ino: String(st.ino), size: Number(st.size), mtimeNs: String(st.mtimeNs) };
+    return {
+      dev: String(st.dev),
+      ino: String(st.ino),
+      size: Number(st.size),
+      mtimeNs: String(st.mtimeNs),
+      ctimeNs: String(st.ctimeNs),
+    };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw err;
   }
 }
 
+/** Same file, unchanged. An identity without a ctime (an older record's) matches nothing. */
 export function sameIdentity(a: SourceIdentity | undefined, b: SourceIdentity): boolean {
   return (
-    a !== undefined && a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs
+    a !== undefined &&
+    typeof b.ctimeNs === 'string' &&
+    a.dev === b.dev &&
+    a.ino === b.ino &&
+    a.size === b.size &&
+    a.mtimeNs === b.mtimeNs &&
+    a.ctimeNs === b.ctimeNs
   );
+}
+
+/** Read size of fileSha256: two buffers of it are all the memory a staged file's check takes. */
+const HASH_READ_BYTES = 1024 * 1024;
+
+/** sha256 of a whole file, streamed: the next read is under way while a chunk is hashed. */
+export async function fileSha256(file: string): Promise<string> {
+  const h: Hash = createHash('sha256');
+  const fh = await open(file, 'r');
+  try {
+    const bufs = [Buffer.allocUnsafe(HASH_READ_BYTES), Buffer.allocUnsafe(HASH_READ_BYTES)];
+    let pos = 0;
+    let i = 0;
+    let pending = fh.read(bufs[0], 0, HASH_READ_BYTES, 0);
+    for (;;) {
+      const { bytesRead } = await pending;
+      if (bytesRead === 0) break;
+      pos += bytesRead;
+      const chunk = bufs[i].subarray(0, bytesRead);
+      i ^= 1;
+      pending = fh.read(bufs[i], 0, HASH_READ_BYTES, pos);
+      h.update(chunk);
+    }
+  } finally {
+    await fh.close();
+  }
+  return h.digest('hex');
+}
+
+/**
+ * The first staged file (by suffix) that is not the file prepare wrote: another inode or size, or
+ * other bytes than the sha256 in the record. `files` names each suffix's file (the commit's links
+ * to the staged files: exactly what the swap would rename in). undefined: all three are.
+ */
+export async function stagedFileMismatch(
+  record: StageRecord,
+  files: Record<string, string>,
+): Promise<{ suffix: string; what: 'inode' | 'size' | 'sha256' } | undefined> {
+  for (const s of STAGED) {
+    const want = record.files?.[s];
+    const st = await stat(files[s], { bigint: true }).catch(() => undefined);
+    if (!want || !st || String(st.ino) !== want.ino) return { suffix: s, what: 'inode' };
+    if (Number(st.size) !== want.size) return { suffix: s, what: 'size' };
+    if ((await fileSha256(files[s])) !== want.sha256) return { suffix: s, what: 'sha256' };
+  }
+  return undefined;
 }
 
 /** sha256 of the size and the first and last SOURCE_SAMPLE_BYTES of `file` (all of a small one). */
@@ -174,8 +245,9 @@ export async function readStageRecord(
   } catch {
     return undefined;
   }
-  if (r?.tool !== 'seglift' || r.kind !== 'stage' || r.version !== 1 || r.prefix !== seg.prefix)
-    return undefined;
+  // Version 1 (before ctimeNs) is still read, so that it is discarded with its files as stale.
+  if (r?.tool !== 'seglift' || r.kind !== 'stage' || (r.version !== 1 && r.version !== 2)) return undefined;
+  if (r.prefix !== seg.prefix) return undefined;
   return r;
 }
 
@@ -248,11 +320,31 @@ export interface StageDir {
   logDirIsPartition: boolean;
 }
 
+/** The marker's text: which log dir (real path) the stage dir serves. */
+function markerText(logDir: string): string {
+  return `${JSON.stringify({ tool: 'seglift', kind: 'stage-dir', logDir })}\n`;
+}
+
+/**
+ * The log dir a marker names, or undefined when it names none: JSON since it is compared, the
+ * first versions' one line `seglift stage dir for <real path>` too.
+ */
+function markedLogDir(text: string): string | undefined {
+  try {
+    const m = JSON.parse(text) as { tool?: unknown; kind?: unknown; logDir?: unknown };
+    if (m?.tool === 'seglift' && m.kind === 'stage-dir' && typeof m.logDir === 'string') return m.logDir;
+  } catch {}
+  return /^seglift stage dir for (\/.*)\n$/.exec(text)?.[1];
+}
+
 /**
  * Checks (and with `create`, makes) a stage directory for `logDir`: on the same filesystem (the
  * commit links staged files into the partition directories), neither inside nor containing it
  * (a walk of the log dir would find the staged segments, and Kafka would try to load the
- * directory: docs/kafka-format.md §11.1), and either new, empty, or marked `.seglift-stage`.
+ * directory: docs/kafka-format.md §11.1), and either new, empty, or marked `.seglift-stage` for
+ * this very log dir (the same real path): staged segments are found by their partition's path
+ * relative to it, so another log dir's prepare or commit would take them for its own (and
+ * discard those of partitions it lacks).
  */
 export async function openStageDir(stageDir: string, logDir: string, create: boolean): Promise<StageDir> {
   const log = await realpath(logDir).catch(() => {
@@ -276,21 +368,46 @@ export async function openStageDir(stageDir: string, logDir: string, create: boo
     );
   }
   const marker = path.join(stage, STAGE_DIR_MARKER);
+  // An empty stage dir, or one holding nothing but a marker that names no log dir, is (re)marked
+  // by a prepare.
+  let mark = false;
   if (await exists(stage)) {
     if (!(await stat(stage)).isDirectory())
       throw new StageDirError(`stage dir ${stageDir} is not a directory`, { file: stageDir });
-    if (!(await exists(marker)) && (await readdir(stage)).length > 0) {
-      throw new StageDirError(
-        `stage dir ${stageDir} is not empty and is not a seglift stage dir (no ${STAGE_DIR_MARKER}): refusing to write into it`,
-        { file: stageDir },
-      );
+    const others = (await readdir(stage)).filter((n) => n !== STAGE_DIR_MARKER);
+    if (!(await exists(marker))) {
+      if (others.length > 0)
+        throw new StageDirError(
+          `stage dir ${stageDir} is not empty and is not a seglift stage dir (no ${STAGE_DIR_MARKER}): refusing to write into it`,
+          { file: stageDir },
+        );
+      mark = true;
+    } else {
+      const marked = markedLogDir(await readFile(marker, 'utf8'));
+      if (marked === undefined) {
+        // Nothing but such a marker: a prepare that died while writing it (it is written in
+        // place), nothing staged yet, so nobody's work is at stake. With staged segments beside
+        // it we cannot tell whose they are, and guessing would let one log dir's commit take
+        // (or discard) another's: the operator decides.
+        if (others.length > 0)
+          throw new StageDirError(
+            `stage dir ${stageDir}: its ${STAGE_DIR_MARKER} does not say which log dir it was prepared for, and it holds staged files: if they are ${log}'s, write ${JSON.stringify(markerText(log).trim())} into ${marker}; else use another stage dir`,
+            { file: marker },
+          );
+        mark = true;
+      } else if (marked !== log) {
+        throw new StageDirError(
+          `stage dir ${stageDir} was prepared for the log dir ${marked}, not ${log} (${logDir}): one stage dir serves one log dir; give each its own`,
+          { file: stageDir },
+        );
+      }
     }
   } else if (!create) {
     throw new StageDirError(`stage dir ${stageDir} does not exist: run --prepare first`, { file: stageDir });
-  }
-  if (create && !(await exists(marker))) {
+  } else mark = true;
+  if (mark && create) {
     await mkdirp(stage);
-    await writeWholeFile(marker, `seglift stage dir for ${log}\n`, { sync: true });
+    await writeWholeFile(marker, markerText(log), { sync: true });
     await fsyncDir(stage);
   }
   const logDirIsPartition = (await readdir(log)).some((n) => parseSegmentName(n) !== undefined);

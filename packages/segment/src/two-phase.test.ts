@@ -192,6 +192,7 @@ describe('two-phase migration', () => {
       staged: 4,
       convertedAtCommit: 2,
       discarded: 2,
+      failedCheck: 0,
       alreadyStaged: 0,
       changed: 0,
     });

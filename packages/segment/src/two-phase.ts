@@ -5,10 +5,11 @@
  *   tops the stage up: segments staged from the file still in place are skipped, stale ones
  *   (source replaced, deleted, other options) removed and staged again where the source exists.
  * - `commitStage`, broker stopped: every eligible segment (migrate's plan) in place, with
- *   `fromStage`: a staged segment still matching its source is linked in and swapped with
- *   swap.ts's protocol (in this thread: no codec work), a stale one is discarded and the segment
- *   converted as usual (the pool), as is every segment with nothing staged. Staged segments whose
- *   source is gone are discarded, never brought back.
+ *   `fromStage`: a staged segment still matching its source, whose files still hash to the
+ *   record's sha256, is linked in and swapped with swap.ts's protocol (in this thread: no codec
+ *   work), a stale or corrupt one is discarded and the segment converted as usual (the pool; a
+ *   corrupt one found in this thread is converted here), as is every segment with nothing staged.
+ *   Staged segments whose source is gone are discarded, never brought back.
  */
 
 import { readdir } from 'node:fs/promises';
@@ -51,8 +52,13 @@ export interface StageCounts {
   alreadyStaged: number;
   /** Prepare: sources replaced or deleted while they were read (nothing staged for them). */
   changed: number;
-  /** Staged segments removed: source gone, replaced, or staged with other options. */
+  /** Staged segments removed: source gone, replaced, staged with other options, or corrupt. */
   discarded: number;
+  /**
+   * Commit: staged segments whose files failed their check (not the bytes prepare wrote and
+   * verified): discarded (counted there too) and converted at commit.
+   */
+  failedCheck: number;
   /** Commit: segments converted now (nothing staged, or a stale stage). */
   convertedAtCommit: number;
 }
@@ -81,7 +87,7 @@ async function withStageLock<T>(stage: StageDir, run: () => Promise<T>): Promise
 }
 
 function counts(): StageCounts {
-  return { staged: 0, alreadyStaged: 0, changed: 0, discarded: 0, convertedAtCommit: 0 };
+  return { staged: 0, alreadyStaged: 0, changed: 0, discarded: 0, failedCheck: 0, convertedAtCommit: 0 };
 }
 
 /**
@@ -213,7 +219,8 @@ async function commit(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPha
   for (const r of results) {
     if (r.stage === 'committed') c.staged++;
     else {
-      if (r.stage === 'discarded') c.discarded++;
+      if (r.stage === 'discarded' || r.stage === 'corrupt') c.discarded++;
+      if (r.stage === 'corrupt') c.failedCheck++;
       if (r.result === 'converted') c.convertedAtCommit++;
     }
   }
