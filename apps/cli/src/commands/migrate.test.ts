@@ -1,5 +1,17 @@
-import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import {
+  closeSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import path from 'node:path';
 import { CompressionType } from '@seglift/format';
 import { built, needs } from '@seglift/testkit';
@@ -193,6 +205,127 @@ describe('seglift migrate --prepare / --commit', () => {
     expect(
       (await run(['migrate', dir, '--commit', '--stage-dir', path.join(tmpDir(), 'none')])).stderr,
     ).toMatch(/run --prepare first/);
+  });
+});
+
+/** Gives `file` the mtime `ns` (nanoseconds) with touch(1): Node's utimes keeps microseconds at best. */
+function touchNs(file: string, ns: bigint): void {
+  const frac = String(ns % 1_000_000_000n).padStart(9, '0');
+  execFileSync('touch', ['-m', '-d', `@${ns / 1_000_000_000n}.${frac}`, file]);
+  expect(statSync(file, { bigint: true }).mtimeNs).toBe(ns);
+}
+
+const mtimeNs = (file: string) => statSync(file, { bigint: true }).mtimeNs;
+const SEGMENTS = ['00000000000000000000', '00000000000000000010'];
+/** Sources' mtimes with sub-millisecond parts, per closed segment. */
+const NS = [1_600_000_000_123_456_789n, 1_600_000_050_000_000_001n];
+
+/** The records a v2 segment holds, by the count of each batch `inspect` prints (as kafka-dump-log). */
+async function recordCount(log: string): Promise<number> {
+  const dump = await run(['inspect', log]);
+  return lines(dump.stdout)
+    .map((l) => /^baseOffset: \d+ lastOffset: \d+ count: (\d+) /.exec(l))
+    .reduce((n, m) => n + (m ? Number(m[1]) : 0), 0);
+}
+
+/** Every file under `dir` (recursively) with its bytes and mtime. */
+function tree(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const e of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (!e.isFile()) continue;
+    const f = path.join(e.parentPath, e.name);
+    out.set(path.relative(dir, f), `${readFileSync(f).toString('base64')} ${mtimeNs(f)}`);
+  }
+  return out;
+}
+
+describe('seglift migrate: what a commit checks, and mtimes to the nanosecond', () => {
+  it('a staged .log with a byte flipped in the middle is not swapped in: converted at commit, said in the table, the stage line and stderr; exit 0', async () => {
+    const dir = logDir();
+    const stage = path.join(tmpDir(), 'stage');
+    for (const part of ['orders-0', 'orders-1'])
+      for (const [i, base] of SEGMENTS.entries()) touchNs(path.join(dir, part, `${base}.log`), NS[i]);
+    const prep = await run(['migrate', dir, '--prepare', '--stage-dir', stage, '--codec', 'zstd', '--quiet']);
+    expect(prep.code).toBe(0);
+    // Same size, same inode: only its bytes tell.
+    const bad = path.join(stage, 'orders-0', `${SEGMENTS[0]}.log`);
+    const before = statSync(bad);
+    const fd = openSync(bad, 'r+');
+    const b = Buffer.alloc(1);
+    const at = Math.floor(before.size / 2);
+    readSync(fd, b, 0, 1, at);
+    b[0] ^= 0x20;
+    writeSync(fd, b, 0, 1, at);
+    closeSync(fd);
+    expect([statSync(bad).ino, statSync(bad).size]).toEqual([before.ino, before.size]);
+
+    const commit = await run(['migrate', dir, '--commit', '--stage-dir', stage, '--codec', 'zstd']);
+    expect(commit.code, commit.stderr).toBe(0);
+    const out = lines(commit.stdout);
+    const log0 = path.join(dir, 'orders-0', `${SEGMENTS[0]}.log`);
+    const note = `staged copy failed its check (sha256 of ${SEGMENTS[0]}.log differs from the stage record): converted at commit`;
+    const row = out.find((l) => l.startsWith(`${log0} `)) ?? '';
+    expect(row).toMatch(/^\S+\s+converted\s/);
+    expect(row.endsWith(note)).toBe(true);
+    expect(out.at(-1)).toBe(
+      'stage: committed from stage 3, converted at commit 1, discarded 1 (1 failed its check)',
+    );
+    expect(lines(commit.stderr)).toEqual([
+      `warning: ${log0}: ${note}; the stage dir's disk changed bytes prepare had verified`,
+    ]);
+    for (const part of ['orders-0', 'orders-1']) {
+      for (const [i, base] of SEGMENTS.entries()) {
+        const log = path.join(dir, part, `${base}.log`);
+        const v = await run(['verify', log]);
+        expect(v.code, v.stdout).toBe(0);
+        // logDir(): ten records in each closed segment.
+        expect(await recordCount(log)).toBe(10);
+        for (const s of ['.log', '.index', '.timeindex'])
+          expect(mtimeNs(path.join(dir, part, `${base}${s}`)), `${part}/${base}${s}`).toBe(NS[i]);
+      }
+    }
+  });
+
+  it("prepare of log dir B into A's stage dir is refused with exit 2, naming both; nothing written", async () => {
+    const a = logDir();
+    const b = logDir();
+    const stage = path.join(tmpDir(), 'stage');
+    expect(
+      (await run(['migrate', a, '--prepare', '--stage-dir', stage, '--codec', 'zstd', '--quiet'])).code,
+    ).toBe(0);
+    const [stageBefore, bBefore] = [tree(stage), tree(b)];
+    for (const step of ['--prepare', '--commit']) {
+      const r = await run(['migrate', b, step, '--stage-dir', stage, '--codec', 'zstd']);
+      expect(r.code).toBe(2);
+      expect(r.stderr.split('\n')[0]).toBe(
+        `error[STAGE_DIR]: stage dir ${stage} was prepared for the log dir ${realpathSync(a)}, not ${realpathSync(b)} (${b}): one stage dir serves one log dir; give each its own (file ${stage})`,
+      );
+      expect(r.stdout).toBe('');
+    }
+    expect(tree(stage)).toEqual(stageBefore);
+    expect(tree(b)).toEqual(bBefore);
+  });
+
+  it('migrate and convert --out give the new files the source .log mtime to the nanosecond', async () => {
+    const dir = logDir();
+    for (const [i, base] of SEGMENTS.entries()) touchNs(path.join(dir, 'orders-0', `${base}.log`), NS[i]);
+    const out = path.join(tmpDir(), 'out');
+    const c = await run([
+      'convert',
+      path.join(dir, 'orders-0', `${SEGMENTS[0]}.log`),
+      '--out',
+      out,
+      '--codec',
+      'zstd',
+    ]);
+    expect(c.code, c.stderr).toBe(0);
+    for (const s of ['.log', '.index', '.timeindex'])
+      expect(mtimeNs(path.join(out, `${SEGMENTS[0]}${s}`))).toBe(NS[0]);
+    const m = await run(['migrate', path.join(dir, 'orders-0'), '--codec', 'zstd', '--quiet']);
+    expect(m.code, m.stderr).toBe(0);
+    for (const [i, base] of SEGMENTS.entries())
+      for (const s of ['.log', '.index', '.timeindex'])
+        expect(mtimeNs(path.join(dir, 'orders-0', `${base}${s}`)), `${base}${s}`).toBe(NS[i]);
   });
 });
 

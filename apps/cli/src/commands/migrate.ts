@@ -51,10 +51,12 @@ ${PIPELINE_HELP}
                             read is reported ('changed') and left for the commit. Run it again to
                             top the stage up
   --commit                  two-phase, step 2, broker STOPPED: swap in every staged segment whose
-                            source is still the file it was made from (same crash-safe swap),
+                            source is still the file it was made from and whose staged files
+                            still have the sha256 prepare recorded (same crash-safe swap),
                             convert the rest now, discard what the broker deleted or replaced
   --stage-dir DIR           the stage (stageDir, SEGLIFT_STAGE_DIR): on the same filesystem as
-                            <dir>, outside it; new, empty, or made by an earlier --prepare
+                            <dir>, outside it; new, empty, or made by an earlier --prepare of
+                            this <dir> (another <dir>'s stage is refused)
   --json                    one NDJSON report per segment, then a summary object
   --quiet                   no progress bar and no per-segment table: the summary and failures
                             only
@@ -68,7 +70,9 @@ ${archiveHelp('migrate')}
 The summary gives segments converted/skipped/failed, bytes before and after, the ratio, the
 time taken, and every failure with its reason (also on stderr as error[CODE]: ...). With
 --prepare or --commit one <dir> is given (one stage dir per log dir), and a 'stage:' line says
-how many segments were staged (or committed from the stage), converted at commit, discarded.
+how many segments were staged (or committed from the stage), converted at commit, discarded
+(and how many of those failed their check: staged files changed since the prepare, converted
+from the source instead, each named on stderr with a warning).
 'seglift audit' tells the stage space a prepare needs. Procedure: docs/operator-guide.md.
 
 Ctrl-C (or SIGTERM) stops handing out segments: the ones converting finish or roll back, the
@@ -228,6 +232,13 @@ export async function migrateDirs(
     if (result.counts) ctx.out.line(stageLine(phase!, result.counts));
   }
   reportFailures(ctx, reports);
+  // Nothing lost (converted from the source instead), but bytes in the stage changed after
+  // prepare verified them: the operator should know, and look at that disk.
+  for (const r of reports)
+    if (r.stage === 'corrupt' && r.result !== 'failed')
+      ctx.err.line(
+        `warning: ${r.path}: ${r.reason}; the stage dir's disk changed bytes prepare had verified`,
+      );
   if (result.interrupted) {
     ctx.err.line(
       `${stoppedBy === 'SIGTERM' ? 'terminated' : 'interrupted'}: ${summary.converted} converted, ` +
@@ -257,10 +268,12 @@ export function summaryLine(s: RunSummary, reports: SegmentReport[]): string {
 
 /**
  * `stage: staged 40, already staged 12, changed while read 1, discarded 2` (prepare) or
- * `stage: committed from stage 52, converted at commit 3, discarded 2` (commit).
+ * `stage: committed from stage 52, converted at commit 3, discarded 2` (commit; with
+ * `(1 failed its check)` after the discarded ones when a staged copy was not what prepare wrote).
  */
 export function stageLine(phase: 'prepare' | 'commit', c: StageCounts): string {
   return phase === 'prepare'
     ? `stage: staged ${c.staged}, already staged ${c.alreadyStaged}, changed while read ${c.changed}, discarded ${c.discarded}`
-    : `stage: committed from stage ${c.staged}, converted at commit ${c.convertedAtCommit}, discarded ${c.discarded}`;
+    : `stage: committed from stage ${c.staged}, converted at commit ${c.convertedAtCommit}, discarded ${c.discarded}` +
+        (c.failedCheck > 0 ? ` (${c.failedCheck} failed its check)` : '');
 }
