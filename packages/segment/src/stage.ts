@@ -25,8 +25,8 @@
  * the swap puts in the partition, no conversion will check them again, and they may sit for days
  * on a disk shared with other work. Their sha256 (taken by prepare's writer, before verify read
  * them back) must still be theirs; one that is not is discarded and its segment converted from
- * the source. Only the converted bytes are read (about a third of the source with zstd), at the
- * speed of a sequential read: docs/operator-guide.md gives the measured cost.
+ * the source. They are the converted bytes (smaller than the source, as a rule), read
+ * sequentially: docs/operator-guide.md gives the measured cost.
  */
 import { createHash, type Hash } from 'node:crypto';
 import { open, readdir, readFile, realpath, stat } from 'node:fs/promises';
