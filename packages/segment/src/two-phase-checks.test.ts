@@ -185,20 +185,26 @@ describe('a commit sees a source changed behind its identity (ctime)', () => {
     await expectConverted(d, [edited, segmentBytes(600n, 11)]);
   });
 
-  it('deleted and recreated under the same inode number, size and mtime: stale, converted from the new file', async (ctx) => {
+  it('deleted and recreated under the same inode number, size and mtime: stale, converted from the new file', async () => {
     const d = await logDir();
     await prepareStage(d.logDir, { ...OPTIONS, stageDir: d.stageDir });
     const sp = path.join(d.stageDir, 'orders-0');
     const record = (await readStageRecord(sp, 0n))!;
     const edited = segmentBytes(0n, 10, true);
-    // ext4 and xfs hand a just-freed inode number to the next file made in the directory.
+    // ext4 and xfs mostly hand a just-freed inode number to the next file made in the directory.
     let reused = false;
-    for (let i = 0; i < 10 && !reused; i++) {
+    for (let i = 0; i < 20 && !reused; i++) {
       await unlink(d.logs[0]);
       await writeFile(d.logs[0], edited);
       reused = String((await stat(d.logs[0], { bigint: true })).ino) === record.source.ino;
     }
-    if (!reused) ctx.skip('this filesystem does not reuse a freed inode number at once');
+    if (!reused) {
+      // Another process took it (or tmpfs, which never reuses one): the record is pointed at the
+      // new inode instead, which is the same case for every check the commit makes.
+      const file = staged(d, 0n, '.seglift-stage.json');
+      record.source.ino = String((await stat(d.logs[0], { bigint: true })).ino);
+      await writeFile(file, JSON.stringify(record));
+    }
     setMtimeNs(d.logs[0], MTIME_NS[0]);
     const now = (await sourceIdentity(d.logs[0]))!;
     expect(pick(now)).toEqual(pick(record.source));
