@@ -1,8 +1,10 @@
 import { realpath } from 'node:fs/promises';
 import os from 'node:os';
+import path from 'node:path';
 import { assertBackupDirOutside } from './backup.js';
 import { type ConvertOptions, convertSegment } from './convert.js';
 import { findPartitionSegments, type IgnoredDir, type SegmentFile } from './discovery.js';
+import { PathOutsideRootsError } from './errors.js';
 import { ConversionPool, conversionThreadPath } from './pool.js';
 import { newestSegmentReady, type ReadinessRules } from './readiness.js';
 import { emptyReport, type RunSummary, type SegmentReport, summarize } from './report.js';
@@ -74,8 +76,17 @@ export async function plan(dirs: string[], options: MigrateOptions): Promise<Pla
       const real = await realpath(part.partitionDir);
       if (planned.has(real)) continue;
       planned.add(real);
-      if (options.roots && options.roots.length > 0)
-        await realPathWithinRoots(part.partitionDir, options.roots);
+      const roots = options.roots ?? [];
+      if (roots.length > 0)
+        await realPathWithinRoots(real, roots).catch((err: unknown) => {
+          if (!(err instanceof PathOutsideRootsError)) throw err;
+          const linked = !real.startsWith(`${path.resolve(dir)}${path.sep}`) && real !== path.resolve(dir);
+          throw new PathOutsideRootsError(
+            real,
+            roots,
+            `partition dir ${real}, found under ${dir}${linked ? ' through a symlink' : ''}, is outside the allowed roots`,
+          );
+        });
       p.partitions++;
       const newest = part.active;
       if (newest === undefined || newestSegmentReady(newest, rules, now)) {

@@ -34,20 +34,15 @@ function kindOf(st: Stats): string {
  * every read after it) forever, a device (/dev/zero) reads as an empty or endless log.
  */
 export function assertRegularFile(st: Stats, file: string): void {
-  if (!st.isFile()) throw new NotASegmentError(`not a regular file (${kindOf(st)}): ${file}`, { file });
+  if (!st.isFile()) throw new NotASegmentError(`not a regular file (${kindOf(st)})`, { file });
 }
 
 /**
  * `file` followed to what it names (inspect reads a symlinked segment as kafka-dump-log would),
- * refused unless that is a regular file.
+ * refused unless that is a regular file. Node's own error when there is nothing to stat.
  */
 export async function statRegularFile(file: string): Promise<Stats> {
-  let st: Stats;
-  try {
-    st = await stat(file);
-  } catch (err) {
-    throw toSegmentError(err, file);
-  }
+  const st = await stat(file);
   assertRegularFile(st, file);
   return st;
 }
@@ -132,7 +127,12 @@ export async function requireSegment(logPath: string, use: SegmentUse = 'read'):
       { file: logPath },
     );
   }
-  const st = use === 'in-place' ? await statSegmentLog(files.log) : await statRegularFile(files.log);
+  let st: Stats;
+  try {
+    st = use === 'in-place' ? await statSegmentLog(files.log) : await statRegularFile(files.log);
+  } catch (err) {
+    throw toSegmentError(err, logPath);
+  }
   // Read (into --out), a backup is only a source (restoring from it is a use); rewritten, never.
   if (use === 'in-place') await assertNotInMarkedDir(files.dir, logPath, 'the segment');
   return { files, size: st.size, mtimeMs: st.mtimeMs };
