@@ -21,7 +21,8 @@ export const EXIT_CODES_HELP = `Exit codes:
   0  ok
   1  a segment failed (bad CRC, truncation, unknown codec, decompression bomb, not a segment);
      the message names the file, the byte position and the offset
-  2  usage error or invalid configuration (every problem is listed)
+  2  usage error or invalid configuration (every problem is listed), or a path outside the
+     configured roots
   3  internal error
   130/143  stopped by SIGINT/SIGTERM (migrate): the rest is left as it was; rerun to resume`;
 
