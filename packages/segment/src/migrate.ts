@@ -73,7 +73,8 @@ export async function plan(dirs: string[], options: MigrateOptions): Promise<Pla
     const found = await findPartitionSegments(dir, { includeActive: true });
     p.ignored.push(...found.ignored);
     for (const part of found.partitions) {
-      const real = await realpath(part.partitionDir);
+      // Gone since the walk (a partition deleted): its segments fail as missing, by name.
+      const real = await realpath(part.partitionDir).catch(() => part.partitionDir);
       if (planned.has(real)) continue;
       planned.add(real);
       const roots = options.roots ?? [];
