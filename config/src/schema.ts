@@ -47,7 +47,10 @@ const redisUrl = z.string().refine(
 const redisName = z.string().regex(/^[A-Za-z0-9_.-]+$/, { message: 'letters, digits, _ . - only (no ":")' });
 
 export const ConfigSchema = z.strictObject({
-  /** Directories seglift may read and rewrite; every path is checked against them (realpath). */
+  /**
+   * Directories seglift may rewrite: every job path (worker) and every path the CLI writes or
+   * converts is checked against them by real path; inspect, verify and audit only read.
+   */
   roots: z.array(absolutePath).default([]),
   /** In any case (`ZSTD`, `Zstd`): a codec name copied from elsewhere is not refused for its case. */
   codec: z.preprocess((v) => (typeof v === 'string' ? v.toLowerCase() : v), z.enum(CODECS)).default('zstd'),

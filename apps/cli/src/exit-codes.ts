@@ -21,7 +21,8 @@ export const EXIT_CODES_HELP = `Exit codes:
   0  ok
   1  a segment failed (bad CRC, truncation, unknown codec, decompression bomb, not a segment);
      the message names the file, the byte position and the offset
-  2  usage error or invalid configuration (every problem is listed)
+  2  usage error or invalid configuration (every problem is listed), or a path outside the
+     configured roots
   3  internal error
   130/143  stopped by SIGINT/SIGTERM (migrate): the rest is left as it was; rerun to resume`;
 
@@ -52,15 +53,20 @@ export function formatError(err: unknown): string {
   return `error: ${String(err)}`;
 }
 
+const USAGE_CODES: ReadonlySet<string> = new Set([
+  'INVALID_ARGUMENT',
+  'STAGE_DIR',
+  'LOG_DIR_LOCKED',
+  'PATH_OUTSIDE_ROOTS',
+]);
+
 /** Exit code an error stands for when it ends a command. */
 export function exitCodeOf(err: unknown): ExitCodeValue {
   if (err instanceof UsageError) return ExitCode.USAGE;
   if (err instanceof SegliftError)
-    // A stage dir that cannot be used, or a log dir a broker holds, is a usage problem: nothing
-    // was read or written.
-    return err.code === 'INVALID_ARGUMENT' || err.code === 'STAGE_DIR' || err.code === 'LOG_DIR_LOCKED'
-      ? ExitCode.USAGE
-      : ExitCode.SEGMENT_FAILED;
+    // A stage dir that cannot be used, a log dir a broker holds, or a path outside the configured
+    // roots is a usage problem: nothing was read or written.
+    return USAGE_CODES.has(err.code) ? ExitCode.USAGE : ExitCode.SEGMENT_FAILED;
   if (isFsError(err)) return ExitCode.SEGMENT_FAILED;
   return ExitCode.INTERNAL;
 }

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { findPartitionSegments, type IgnoredDir, listSegments } from '@seglift/segment';
+import { findPartitionSegments, type IgnoredDir, listSegments, realPathWithinRoots } from '@seglift/segment';
 import { UsageError } from './exit-codes.js';
 
 /** A partition as a command sees it: its directory and the segments the operator named. */
@@ -38,7 +38,9 @@ export async function resolveTargets(args: string[], command: string): Promise<T
   for (const arg of args) {
     const st = await stat(arg).catch(() => undefined);
     if (!st) throw new UsageError(`${arg}: no such file or directory`, command);
-    if (st.isFile()) {
+    // Anything but a directory is a named segment: a FIFO or device too, refused by name when it
+    // is read (never searched as a directory and reported as "no segments").
+    if (!st.isDirectory()) {
       const dir = path.dirname(path.resolve(arg));
       if (!activeOf.has(dir))
         activeOf.set(
@@ -69,6 +71,24 @@ export async function resolveTargets(args: string[], command: string): Promise<T
   const base = commonAncestor(out.partitions.map((p) => p.dir));
   for (const p of out.partitions) p.name = path.relative(base, p.dir) || path.basename(p.dir);
   return out;
+}
+
+/**
+ * With roots configured (SEGLIFT_ROOTS, `roots:`), every path a command writes or converts
+ * (migrate's dirs, convert's inputs and --out, --backup-dir, --stage-dir) must resolve, by real
+ * path, inside one of them, as every job path must in the worker: PathOutsideRootsError, exit 2,
+ * before anything is read or written. No roots: no confinement (one operator, one machine).
+ */
+export async function requireWithinRoots(
+  paths: readonly (string | undefined)[],
+  roots: readonly string[],
+  cwd: string,
+): Promise<void> {
+  if (roots.length === 0) return;
+  for (const p of paths) {
+    if (p === undefined) continue;
+    await realPathWithinRoots(path.isAbsolute(p) ? p : `${cwd}${path.sep}${p}`, roots);
+  }
 }
 
 /** The deepest directory holding every one of `dirs` (absolute paths). */

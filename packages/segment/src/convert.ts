@@ -43,7 +43,7 @@ import { applyOwnership, assertCanKeepOwnership, type Ownership, ownershipOf } f
 import { RecompressedBatchProofs, type UpconvertedRun, UpconvertedRunProofs } from './proofs.js';
 import { entrySizeAt, readSegmentChunks, readSegmentEntries } from './reader.js';
 import { emptyReport, type SegmentReport, throughput } from './report.js';
-import { requireSegment } from './segment-file.js';
+import { assertNotInMarkedDir, assertSingleLink, requireSegment } from './segment-file.js';
 import {
   discardStaged,
   readStageRecord,
@@ -339,7 +339,9 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     validate(options);
     options.signal?.throwIfAborted();
     const codec = codecId(options.codec);
-    const { files: src, size } = await requireSegment(logPath);
+    // A prepare is refused what its commit would refuse (a symlinked .log), while the broker runs.
+    const { files: src, size } = await requireSegment(logPath, options.outDir ? 'read' : 'in-place');
+    if (options.outDir) await assertNotInMarkedDir(options.outDir, options.outDir, 'the output dir');
     report.bytesIn = size;
     if (options.stageDir) {
       staged = await sourceIdentity(src.log);
@@ -417,6 +419,8 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
         }
         copyOnly = true;
       }
+      // Only what is rewritten: a skip breaks no link. A prepare too: its commit would.
+      if (!options.outDir) await assertSingleLink(src);
       if (digests) digests.source = createHash('sha256');
       report.batchesIn = 0;
       report.recordsIn = 0;
@@ -435,6 +439,7 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
       }
     }
     if (options.inPlace) {
+      if (fromStage === 'adopted') await assertSingleLink(src);
       if (options.backupDir) report.backupPaths = await backupOriginals(src, options.backupDir, mtimeNs);
       // Waiting for another segment's swap can be interrupted; the swap itself never is.
       const partitionLock = held ?? (await acquirePartitionLock(src.dir, { signal: options.signal }));

@@ -4,9 +4,15 @@
  * (names.ts).
  */
 import type { Dirent } from 'node:fs';
-import { readdir, realpath, stat } from 'node:fs/promises';
+import { lstat, readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { BACKUP_DIR_MARKER, isKafkaInternalDir, notAPartitionLog, parseSegmentName } from './names.js';
+import {
+  BACKUP_DIR_MARKER,
+  isKafkaInternalDir,
+  notAPartitionLog,
+  parseSegmentName,
+  STAGE_DIR_MARKER,
+} from './names.js';
 
 export interface SegmentFile {
   path: string;
@@ -16,8 +22,10 @@ export interface SegmentFile {
 }
 
 /**
- * The segments of a partition directory, by base offset: only `<20 digits>.log` files, so
- * `.swap`, `.deleted`, `.cleaned` and our temp files are never listed.
+ * The segments of a partition directory, by base offset: only `<20 digits>.log` names, so
+ * `.swap`, `.deleted`, `.cleaned` and our temp files are never listed. A segment name that is not
+ * a regular file (a symlink, a FIFO, a device) is listed all the same, never passed over in
+ * silence: whoever reads or converts it refuses it by name (segment-file.ts).
  */
 export async function listSegments(partitionDir: string, names?: readonly string[]): Promise<SegmentFile[]> {
   const out: SegmentFile[] = [];
@@ -25,9 +33,15 @@ export async function listSegments(partitionDir: string, names?: readonly string
     const baseOffset = parseSegmentName(name);
     if (baseOffset === undefined) continue;
     const p = path.join(partitionDir, name);
-    const st = await stat(p).catch(() => undefined); // deleted meanwhile (retention)
-    if (!st?.isFile()) continue;
-    out.push({ path: p, baseOffset, size: st.size, mtimeMs: st.mtimeMs });
+    const st = await lstat(p).catch(() => undefined); // deleted meanwhile (retention)
+    if (st === undefined || st.isDirectory()) continue;
+    // A symlink's size is its target's (what a reader would read); a FIFO or device has none.
+    const size = st.isSymbolicLink()
+      ? ((await stat(p).catch(() => undefined))?.size ?? 0)
+      : st.isFile()
+        ? st.size
+        : 0;
+    out.push({ path: p, baseOffset, size, mtimeMs: st.mtimeMs });
   }
   return out.sort((a, b) => (a.baseOffset < b.baseOffset ? -1 : a.baseOffset > b.baseOffset ? 1 : 0));
 }
@@ -60,8 +74,16 @@ export interface WalkResult {
  * Walks log dirs and their parents (every root itself included) with plain readdir, calling
  * `onPartition` for each directory that holds a segment and that Kafka would load as a partition
  * log (LogManager.loadLogs: named `<topic>-<partition>`, not the KRaft metadata log, not being
- * deleted/moved/stray). Never descends into a partition dir, a seglift backup directory, Kafka's
- * own directories (isKafkaInternalDir) or a hidden one; never follows a symlink below a root.
+ * deleted/moved/stray). Never descends into a partition dir, a seglift backup or stage directory,
+ * Kafka's own directories (isKafkaInternalDir) or a hidden one.
+ *
+ * A symlink to a directory is followed, as Kafka follows one (loadLogs keeps what `isDirectory`
+ * says, and java.io.File follows links: a partition moved to another disk and linked back is
+ * loaded): passing it over would leave that partition unconverted while audit called the log dir
+ * ready. What is found through a link is reported by its real path, so the swap's renames and
+ * fsyncs, the partition lock and the job ids are those of the real directory; and a directory is
+ * visited once by real path (two names for one partition, a link loop). Confining the real path
+ * to configured roots is the converting caller's (migrate's plan, the worker).
  */
 export async function walkLogDirs(
   roots: readonly string[],
@@ -71,21 +93,20 @@ export async function walkLogDirs(
   const maxDepth = options.maxDepth ?? 4;
   const parallelism = options.parallelism ?? 32;
   const result: WalkResult = { roots: [], missingRoots: [], ignored: [] };
-  const pending: Array<{ dir: string; depth: number }> = [];
+  const pending: Array<{ dir: string; real: string; depth: number }> = [];
+  const seen = new Set<string>();
   for (const root of roots) {
-    const resolved = options.realPaths
-      ? await realpath(root).catch(() => undefined)
-      : await stat(root).then(
-          () => path.resolve(root),
-          () => undefined,
-        );
-    if (resolved === undefined) result.missingRoots.push(root);
+    const real = await realpath(root).catch(() => undefined);
+    const resolved = options.realPaths ? real : real === undefined ? undefined : path.resolve(root);
+    if (resolved === undefined || real === undefined) result.missingRoots.push(root);
     else if (!result.roots.includes(resolved)) {
       result.roots.push(resolved);
-      pending.push({ dir: resolved, depth: 0 });
+      pending.push({ dir: resolved, real, depth: 0 });
     }
   }
-  const visit = async (dir: string, depth: number): Promise<void> => {
+  const visit = async (dir: string, real: string, depth: number): Promise<void> => {
+    if (seen.has(real)) return;
+    seen.add(real);
     let entries: Dirent[];
     try {
       entries = await readdir(dir, { withFileTypes: true });
@@ -98,8 +119,14 @@ export async function walkLogDirs(
       result.ignored.push({ dir, reason: 'a seglift backup directory' });
       return;
     }
+    if (entries.some((e) => e.name === STAGE_DIR_MARKER)) {
+      result.ignored.push({ dir, reason: 'a seglift stage directory' });
+      return;
+    }
     const names = entries.map((e) => e.name);
-    if (entries.some((e) => e.isFile() && parseSegmentName(e.name) !== undefined)) {
+    // Any segment name counts, a symlink or FIFO too: listSegments lists it and it is refused by
+    // name, never a partition skipped in silence.
+    if (entries.some((e) => !e.isDirectory() && parseSegmentName(e.name) !== undefined)) {
       const why = notAPartitionLog(path.basename(dir));
       if (why) result.ignored.push({ dir, reason: why });
       else await onPartition(dir, names);
@@ -107,11 +134,18 @@ export async function walkLogDirs(
     }
     if (depth >= maxDepth) return;
     for (const e of entries) {
-      if (!e.isDirectory() || e.name.startsWith('.')) continue;
-      const child = path.join(dir, e.name);
+      if (e.name.startsWith('.')) continue;
+      let child = path.join(dir, e.name);
+      let childReal = path.join(real, e.name);
+      if (e.isSymbolicLink()) {
+        const target = await realpath(child).catch(() => undefined); // dangling: nothing to load
+        if (target === undefined || !(await stat(target).catch(() => undefined))?.isDirectory()) continue;
+        child = target;
+        childReal = target;
+      } else if (!e.isDirectory()) continue;
       // Kafka's own directories are named, never read: an operator sees what was passed over.
       if (isKafkaInternalDir(e.name)) result.ignored.push({ dir: child, reason: notAPartitionLog(e.name)! });
-      else pending.push({ dir: child, depth: depth + 1 });
+      else pending.push({ dir: child, real: childReal, depth: depth + 1 });
     }
   };
   // A pool of `parallelism` readers over a growing list of directories.
@@ -123,9 +157,9 @@ export async function walkLogDirs(
         return;
       }
       while (active < parallelism && pending.length > 0) {
-        const { dir, depth } = pending.pop()!;
+        const { dir, real, depth } = pending.pop()!;
         active++;
-        visit(dir, depth).then(() => {
+        visit(dir, real, depth).then(() => {
           active--;
           pump();
         }, reject);

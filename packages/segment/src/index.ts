@@ -99,8 +99,16 @@ export {
   type SegmentResult,
   summarize,
 } from './report.js';
-export { isInside, resolveWithinRoots } from './roots.js';
-export { requireSegment, type SegmentOnDisk } from './segment-file.js';
+export { isInside, realPathWithinRoots, resolveWithinRoots } from './roots.js';
+export {
+  assertSingleLink,
+  markedDirAbove,
+  requireSegment,
+  type SegmentOnDisk,
+  type SegmentUse,
+  statRegularFile,
+  statSegmentLog,
+} from './segment-file.js';
 export {
   openStageDir,
   readStageRecord,

@@ -1,10 +1,14 @@
+import { realpath } from 'node:fs/promises';
 import os from 'node:os';
+import path from 'node:path';
 import { assertBackupDirOutside } from './backup.js';
 import { type ConvertOptions, convertSegment } from './convert.js';
 import { findPartitionSegments, type IgnoredDir, type SegmentFile } from './discovery.js';
+import { PathOutsideRootsError } from './errors.js';
 import { ConversionPool, conversionThreadPath } from './pool.js';
 import { newestSegmentReady, type ReadinessRules } from './readiness.js';
 import { emptyReport, type RunSummary, type SegmentReport, summarize } from './report.js';
+import { realPathWithinRoots } from './roots.js';
 
 export interface MigrateProgress {
   segmentsDone: number;
@@ -29,6 +33,12 @@ export interface MigrateOptions
   mode?: 'threads' | 'inline';
   onProgress?: (progress: MigrateProgress) => void;
   onSegment?: (report: SegmentReport) => void;
+  /**
+   * The configured roots (SEGLIFT_ROOTS): every partition planned, a symlinked one by the real
+   * path it leads to, must lie inside one, or the run is refused (PathOutsideRootsError) before
+   * anything is converted. Empty or absent: no confinement.
+   */
+  roots?: readonly string[];
 }
 
 export interface MigrateResult {
@@ -56,10 +66,28 @@ export async function plan(dirs: string[], options: MigrateOptions): Promise<Pla
   const p: Plan = { todo: [], skipped: [], partitions: 0, ignored: [] };
   const rules = options.readiness ?? { requireRolled: options.includeActive !== true, quietMs: 0 };
   const now = Date.now();
+  // Two names for one partition (a log dir and a symlink into it, a dir given twice) are one
+  // partition: converted once, by its real path.
+  const planned = new Set<string>();
   for (const dir of dirs) {
     const found = await findPartitionSegments(dir, { includeActive: true });
     p.ignored.push(...found.ignored);
     for (const part of found.partitions) {
+      // Gone since the walk (a partition deleted): its segments fail as missing, by name.
+      const real = await realpath(part.partitionDir).catch(() => part.partitionDir);
+      if (planned.has(real)) continue;
+      planned.add(real);
+      const roots = options.roots ?? [];
+      if (roots.length > 0)
+        await realPathWithinRoots(real, roots).catch((err: unknown) => {
+          if (!(err instanceof PathOutsideRootsError)) throw err;
+          const linked = !real.startsWith(`${path.resolve(dir)}${path.sep}`) && real !== path.resolve(dir);
+          throw new PathOutsideRootsError(
+            real,
+            roots,
+            `partition dir ${real}, found under ${dir}${linked ? ' through a symlink' : ''}, is outside the allowed roots`,
+          );
+        });
       p.partitions++;
       const newest = part.active;
       if (newest === undefined || newestSegmentReady(newest, rules, now)) {
@@ -140,6 +168,7 @@ export async function runConversions(
     mode: _m,
     onProgress: _p,
     onSegment: _s,
+    roots: _roots,
     signal,
     ...convert
   } = options;

@@ -1,3 +1,4 @@
+import { constants } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import {
   CorruptRecordError,
@@ -8,6 +9,7 @@ import {
   UnsupportedFormatError,
 } from '@seglift/format';
 import { LEGACY_RECORD_OVERHEAD_V0 } from '@seglift/legacy';
+import { assertRegularFile } from './segment-file.js';
 
 /** One shallow entry of a .log: a v2 RecordBatch or a v0/v1 message (maybe a compressed wrapper). */
 export interface SegmentEntry {
@@ -104,6 +106,22 @@ export async function* readSegmentEntries(
 }
 
 /**
+ * Opens `file` for reading, refusing anything but a regular file: O_NONBLOCK so that a FIFO
+ * cannot block the open, then fstat on the descriptor (no window for a swap of the name between
+ * a check and the open). On a regular file O_NONBLOCK changes nothing.
+ */
+export async function openRegularFile(file: string): Promise<FileHandle> {
+  const fh = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    assertRegularFile(await fh.stat(), file);
+  } catch (err) {
+    await fh.close().catch(() => {});
+    throw err;
+  }
+  return fh;
+}
+
+/**
  * readSegmentEntries by chunks of whole entries (see EntryChunk), with the same checks and the
  * same errors: an entry that fails them is thrown after the chunk of the entries before it.
  */
@@ -112,7 +130,7 @@ export async function* readSegmentChunks(
   options: ReadSegmentOptions = {},
 ): AsyncGenerator<EntryChunk, void, undefined> {
   const maxEntryBytes = options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES;
-  const fh = await open(file, 'r');
+  const fh = await openRegularFile(file);
   let window: ReadWindow | undefined;
   try {
     const fileSize = Math.min((await fh.stat()).size, options.maxBytes ?? Number.MAX_SAFE_INTEGER);

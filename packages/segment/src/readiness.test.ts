@@ -107,16 +107,20 @@ describe('scanRoots', () => {
   symlinkSync(join(tmp, 'scan', 'outside'), join(root, 'link-out'));
   symlinkSync(outside, join(root, 'x-0'));
 
-  it('finds ready segments, skipping -delete/-future/-stray dirs, the metadata log, backups, and never following symlinks', async () => {
+  it('finds ready segments, skipping -delete/-future/-stray dirs, the metadata log, backups; a symlinked dir is followed (as Kafka follows one) and walked once by its real path', async () => {
     const r = await scanRoots([root], live, { now: NOW });
     expect(r.roots).toEqual([root]);
-    expect(r.partitions).toBe(3);
-    expect(r.notReady).toBe(3);
-    expect(r.ready.map((s) => s.path.slice(root.length + 1))).toEqual([
-      `a-0/${seg(0)}`,
-      `a-0/${seg(10)}`,
-      `nested/c-0/${seg(5)}`,
-    ]);
+    // x-0 and link-out/x-0 are one partition: its real path, once.
+    expect(r.partitions).toBe(4);
+    expect(r.notReady).toBe(4);
+    expect(r.ready.map((s) => s.path).sort()).toEqual(
+      [
+        join(root, 'a-0', seg(0)),
+        join(root, 'a-0', seg(10)),
+        join(root, 'nested/c-0', seg(5)),
+        join(outside, seg(0)),
+      ].sort(),
+    );
   });
 
   it('reports missing roots, dedupes roots given twice, resolves symlinked roots', async () => {
@@ -124,7 +128,7 @@ describe('scanRoots', () => {
     const r = await scanRoots([join(tmp, 'scan', 'alias'), root, join(tmp, 'nope')], live, { now: NOW });
     expect(r.roots).toEqual([root]);
     expect(r.missingRoots).toEqual([join(tmp, 'nope')]);
-    expect(r.ready).toHaveLength(3);
+    expect(r.ready).toHaveLength(4);
   });
 
   it('scans 10,000 partition directories', async () => {

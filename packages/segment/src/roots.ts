@@ -15,7 +15,16 @@ export async function resolveWithinRoots(path: string, roots: readonly string[])
   if (!isAbsolute(path)) throw new PathOutsideRootsError(path, roots, 'path must be absolute');
   if (path.split(/[\\/]+/).includes('..'))
     throw new PathOutsideRootsError(path, roots, 'path must not contain ".."');
-  const real = await realpathOfNearest(path);
+  return realPathWithinRoots(path, roots);
+}
+
+/**
+ * The real path of `path` (relative to the working directory, `..` resolved by the kernel as it
+ * resolves every later open and rename), when inside one of `roots`; else PathOutsideRootsError.
+ * resolveWithinRoots is this for the worker's job paths, which must also be plain absolute paths.
+ */
+export async function realPathWithinRoots(path: string, roots: readonly string[]): Promise<string> {
+  const real = await realpathOfNearest(isAbsolute(path) ? path : `${process.cwd()}${sep}${path}`);
   for (const root of roots) {
     let realRoot: string;
     try {

@@ -21,6 +21,7 @@ import {
   settingsJson,
   settingsLine,
 } from '../settings.js';
+import { requireWithinRoots } from '../targets.js';
 
 const HELP = `Usage: seglift convert <segment.log>... (--out DIR | --in-place [--backup-dir DIR]) [options]
 
@@ -91,6 +92,11 @@ export const convertCommand: Command = {
     }
     const settings = loadSettings('convert', p, ctx);
     const { config } = settings;
+    await requireWithinRoots(
+      [...files, outDir, inPlace ? config.backupDir : undefined],
+      config.roots,
+      ctx.io.cwd,
+    );
     return convert(files, ctx, {
       ...pipelineOptions(config),
       outDir,

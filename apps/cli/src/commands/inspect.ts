@@ -1,6 +1,7 @@
-import { readFile, stat } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { SegliftError, UnknownCodecError } from '@seglift/format';
+import { statRegularFile } from '@seglift/segment';
 import { flag, intOpt, parse, requirePositionals } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
 import { decodeEntry } from '../decode.js';
@@ -96,9 +97,10 @@ async function inspectFile(file: string, ctx: CommandContext, options: InspectOp
   const name = path.basename(file);
   const suffix = name.includes('.') ? name.slice(name.lastIndexOf('.')) : '';
   if (['.log', '.index', '.timeindex'].includes(suffix)) {
-    // A file that cannot be dumped is said so alone, not after a 'Dumping' line.
+    // A file that cannot be dumped is said so alone, not after a 'Dumping' line; a FIFO or a
+    // device is refused before it is opened (never a hang, never an empty dump).
     baseOffsetOfFile(file);
-    await stat(file);
+    await statRegularFile(file);
   }
   if (!options.json) ctx.out.line(`Dumping ${file}`);
   switch (suffix) {
@@ -307,11 +309,12 @@ async function loadOffsetIndexIfPresent(timeIndexFile: string, baseOffset: bigin
     path.dirname(timeIndexFile),
     `${path.basename(timeIndexFile).split('.')[0]}.index`,
   );
-  try {
-    await stat(indexFile);
-  } catch {
-    return [];
-  }
+  // Absent: no offsets to check against; a FIFO or device is refused, never read.
+  const st = await statRegularFile(indexFile).catch((e: unknown) => {
+    if (e instanceof SegliftError) throw e;
+    return undefined;
+  });
+  if (st === undefined) return [];
   const entries = decodeOffsetIndexEntries(await readFile(indexFile), baseOffset);
   const live: typeof entries = [];
   for (let i = 0; i < entries.length; i++) {

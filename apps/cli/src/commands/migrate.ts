@@ -28,7 +28,7 @@ import {
   settingsLine,
 } from '../settings.js';
 import { count, formatBytes, formatDuration } from '../table.js';
-import { noSegmentsMessage } from '../targets.js';
+import { noSegmentsMessage, requireWithinRoots } from '../targets.js';
 
 const HELP = `Usage: seglift migrate <dir>... [options]
 
@@ -95,6 +95,8 @@ export interface MigrateCliOptions extends PipelineOptions {
   /** Two-phase migration: this step, with `stageDir`. */
   phase?: 'prepare' | 'commit';
   stageDir?: string;
+  /** The configured roots: every partition planned must lie inside one (MigrateOptions.roots). */
+  roots?: readonly string[];
 }
 
 export const migrateCommand: Command = {
@@ -137,6 +139,12 @@ export const migrateCommand: Command = {
           'migrate',
         );
     }
+    // Every path this run may write: the dirs, the backups, the stage.
+    await requireWithinRoots(
+      [...dirs, config.backupDir, phase !== undefined ? config.stageDir : undefined],
+      config.roots,
+      ctx.io.cwd,
+    );
     const includeActive = flag(p, 'include-active');
     return migrateDirs(dirs, ctx, {
       ...pipelineOptions(config),
@@ -148,6 +156,8 @@ export const migrateCommand: Command = {
       settings,
       phase,
       stageDir: config.stageDir,
+      // A partition reached through a symlink must lead inside them too (migrate's plan).
+      roots: config.roots,
     });
   },
 };
