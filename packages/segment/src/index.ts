@@ -89,6 +89,8 @@ export {
   type ReadinessRules,
   type ReadyScan,
   type ReadySegment,
+  segmentReady,
+  splitReady,
 } from './readiness.js';
 export {
   emptyReport,
