@@ -32,6 +32,7 @@ export {
   NotASegmentError,
   OwnershipError,
   PathOutsideRootsError,
+  SegmentChangedError,
   SegmentIoError,
   StageDirError,
   toSegmentError,
@@ -111,8 +112,10 @@ export {
   type StageDir,
   type StageRecord,
   sourceIdentity,
+  stageOptionsKey,
   stagePartitionDir,
 } from './stage.js';
+export { type TargetFormatOptions, type TargetFormatVerdict, targetFormatOf } from './target-format.js';
 export {
   commitStage,
   prepareStage,
