@@ -6,7 +6,13 @@
 import type { Dirent } from 'node:fs';
 import { readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { BACKUP_DIR_MARKER, isKafkaInternalDir, notAPartitionLog, parseSegmentName } from './names.js';
+import {
+  BACKUP_DIR_MARKER,
+  isKafkaInternalDir,
+  notAPartitionLog,
+  parseSegmentName,
+  STAGE_DIR_MARKER,
+} from './names.js';
 
 export interface SegmentFile {
   path: string;
@@ -96,6 +102,11 @@ export async function walkLogDirs(
     }
     if (entries.some((e) => e.name === BACKUP_DIR_MARKER)) {
       result.ignored.push({ dir, reason: 'a seglift backup directory' });
+      return;
+    }
+    // Converted copies laid out like partitions, for a commit to swap in: never segments to convert.
+    if (entries.some((e) => e.name === STAGE_DIR_MARKER)) {
+      result.ignored.push({ dir, reason: 'a seglift stage directory' });
       return;
     }
     const names = entries.map((e) => e.name);
