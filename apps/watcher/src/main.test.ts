@@ -160,7 +160,8 @@ needs(redisServer, dist).describe('seglift-watcher --once --wait exit codes on a
         // With a stage dir it prepares there instead (exit 0, one prepare job queued).
         const stage = join(tmp, `held-${n}-stage`);
         const p = run(['--once', '--stage-dir', stage], {
-          SEGLIFT_ROOTS: logDir,
+          // The workers write the stage dir: within the roots, or refused too.
+          SEGLIFT_ROOTS: `${logDir},${stage}`,
           SEGLIFT_REDIS_URL: redis.url,
           SEGLIFT_QUEUE_NAME: `held-${n}`,
           SEGLIFT_METRICS_PORT: '0',

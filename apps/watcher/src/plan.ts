@@ -15,6 +15,7 @@ import {
   openStageDir,
   type ReadySegment,
   readStageRecord,
+  resolveWithinRoots,
   SegmentFiles,
   type StageDir,
   sourceIdentity,
@@ -93,13 +94,18 @@ export class JobPlanner {
         reason: `${running}: the stage dir ${stageDir} serves the log dir ${this.stageServes} (a stage dir serves one log dir): run one watcher per log dir of a running broker, each with its own --stage-dir`,
       };
     }
+    let stage: StageDir;
     try {
-      this.stage ??= await openStageDir(stageDir, logDir, true);
+      stage = this.stage ?? (await openStageDir(stageDir, logDir, true));
+      // The workers write it: within their roots (the watcher's, the same settings), or every
+      // prepare job would fail there.
+      await resolveWithinRoots(stage.root, this.config.roots);
     } catch (err) {
       return { kind: 'refused', reason: `${running}: ${(err as Error).message}` };
     }
+    this.stage = stage;
     this.stageServes = logDir;
-    return { kind: 'prepare', stage: this.stage };
+    return { kind: 'prepare', stage };
   }
 
   /** Log dirs holding partitions under the roots (for the check at start). */

@@ -118,6 +118,37 @@ needs(redisServer).describe('watcher with a real Redis', () => {
     conn2.disconnect();
   });
 
+  it('runs a completed job again when the file state it was for is still not marked done (BullMQ would ignore the add)', async () => {
+    const { name, root, config, conn, queue } = setup();
+    files(join(root, 't-0'), [seg(0), seg(10)]);
+    const ready = (await scanRoots(config.roots, config.readiness)).ready.map((r) =>
+      fileStateOf(r.path, statSync(r.path, { bigint: true })),
+    );
+    let runs = 0;
+    // A worker that completes without leaving the file done (as a done marker lost with Redis).
+    const worker = new Worker(
+      name,
+      async () => {
+        runs++;
+        return { result: 'converted' };
+      },
+      { connection: createRedis(redis.url), prefix: config.queue.prefix },
+    );
+    const first = await enqueueSegments(queue, conn, config, ready);
+    expect(first.rerun).toBe(0);
+    await until(async () => (await queue.getJobState(first.jobIds[0].id)) === 'completed');
+    const again = await enqueueSegments(queue, conn, config, ready);
+    expect(again).toMatchObject({ alreadyDone: 0, rerun: 1 });
+    await until(() => runs === 2);
+    // Marked done: neither queued nor run again.
+    await conn.set(doneMarkerKey(config, first.jobIds[0].id), '1');
+    await until(async () => (await queue.getJobState(first.jobIds[0].id)) === 'completed');
+    expect(await enqueueSegments(queue, conn, config, ready)).toMatchObject({ alreadyDone: 1, rerun: 0 });
+    await worker.close();
+    await queue.close();
+    conn.disconnect();
+  });
+
   it('--once --wait: succeeds only when every job succeeded', async () => {
     const { name, root, config, conn, queue } = setup();
     files(join(root, 'ok-0'), [seg(0), seg(10)]);
@@ -313,7 +344,8 @@ needs(redisServer, python3).describe("the watcher beside a running broker (its l
     const config = loadConfig({
       env: {},
       flags: {
-        roots: [logDir],
+        // The stage dir beside the log dir, both within the roots (the workers write it).
+        roots: [join(tmp, name)],
         'redis.url': redis.url,
         'queue.name': name,
         'log.level': 'silent',
@@ -363,6 +395,11 @@ needs(redisServer, python3).describe("the watcher beside a running broker (its l
           ),
         },
       ]);
+      expect(await queue.count()).toBe(0);
+      // A stage dir the workers could not write (outside their roots): refused too.
+      const outside = join(tmp, 'outside-stage');
+      const r2 = await runOnce({ config: { ...config, stageDir: outside }, queue, redis: conn });
+      expect(r2.refused[0]?.reason).toMatch(/running Kafka broker .*: .*allowed roots: /);
       expect(await queue.count()).toBe(0);
       expect(snapshotDir(logDir)).toEqual(before);
     } finally {

@@ -269,6 +269,17 @@ needs(redisServer).describe('worker with a real Redis', () => {
       ),
     });
     expect(readFileSync(growing)).toEqual(before);
+    // A prepare job of a changed source: nothing staged, no failure (the commit converts what is there).
+    const prepareJob = await add(queue, config, {
+      ...queued(growing),
+      mode: 'prepare',
+      stageDir: join(root, 'stage'),
+    });
+    appendFileSync(growing, ' yet more');
+    expect(await finished(prepareJob, events)).toMatchObject({
+      ok: true,
+      value: { result: 'skipped', reason: 'source-changed' },
+    });
     // Replaced meanwhile by a file already in the target format (v2, codec none): nothing to do.
     const replaced = join(dir, seg(10));
     const replacedJob = await add(queue, config, queued(replaced));
