@@ -104,7 +104,6 @@ export async function walkLogDirs(
       result.ignored.push({ dir, reason: 'a seglift backup directory' });
       return;
     }
-    // Converted copies laid out like partitions, for a commit to swap in: never segments to convert.
     if (entries.some((e) => e.name === STAGE_DIR_MARKER)) {
       result.ignored.push({ dir, reason: 'a seglift stage directory' });
       return;
