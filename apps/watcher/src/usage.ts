@@ -51,7 +51,8 @@ Options:
                            partition directory (repeatable; replaces roots)
   --redis-url URL          redis://[user:password@]host:port/db (redis.url)
   --stage-dir DIR          where a running broker's segments are prepared (stageDir): on the
-                           log dir's filesystem, outside it; the commit reads the same
+                           log dir's filesystem, outside it, within the roots (the workers
+                           write it); the commit reads the same
   --redis-timeout-ms MS    how long Redis may take to answer at start (default 60000), then exit 3
   --metrics-port N         port of /metrics, /healthz, /readyz (metrics.port; default 9465 here,
                            9464 for seglift-worker, so both run on one host; 0: any free port)
