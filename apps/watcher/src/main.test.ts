@@ -1,4 +1,5 @@
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -8,6 +9,7 @@ import {
   built,
   freePort,
   needs,
+  python3,
   redisServer,
   spawnProgram,
   startRedis,
@@ -92,7 +94,8 @@ needs(redisServer, dist).describe('seglift-watcher --once --wait exit codes on a
     const root = join(tmp, name);
     for (const p of partitions) {
       mkdirSync(join(root, p), { recursive: true });
-      for (const s of [seg(0), seg(100)]) writeFileSync(join(root, p, s), `data ${p}/${s}`);
+      // Empty segments: in every target format, so the run's read-back finds them done.
+      for (const s of [seg(0), seg(100)]) writeFileSync(join(root, p, s), '');
     }
     const conn = createRedis(redis.url);
     const worker = new Worker(
@@ -121,6 +124,57 @@ needs(redisServer, dist).describe('seglift-watcher --once --wait exit codes on a
       conn.disconnect();
     }
   }
+
+  needs(python3).it(
+    "2 beside a running broker (its log dir's .lock held) without a stage dir: refuses to start, naming the log dir",
+    async () => {
+      const logDir = join(tmp, `held-${++n}`);
+      mkdirSync(join(logDir, 't-0'), { recursive: true });
+      for (const s of [seg(0), seg(100)]) writeFileSync(join(logDir, 't-0', s), '');
+      writeFileSync(join(logDir, '.lock'), '');
+      const holder = spawn(
+        'python3',
+        [
+          '-c',
+          'import fcntl,sys\nf=open(sys.argv[1],"r+")\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint("locked",flush=True)\nsys.stdin.read()',
+          join(logDir, '.lock'),
+        ],
+        { stdio: ['pipe', 'pipe', 'inherit'] },
+      );
+      const exited = new Promise((r) => holder.once('exit', r));
+      await new Promise<void>((r) => holder.stdout.once('data', () => r()));
+      try {
+        for (const args of [['--once'], []]) {
+          const p = run(args, {
+            SEGLIFT_ROOTS: logDir,
+            SEGLIFT_REDIS_URL: redis.url,
+            SEGLIFT_QUEUE_NAME: `held-${n}`,
+            SEGLIFT_METRICS_PORT: '0',
+          });
+          const code = await p.exited;
+          expect(code, p.output()).toBe(2);
+          expect(p.output()).toContain(
+            `refusing to start: log dir ${logDir} belongs to a running Kafka broker (its .lock is held by pid ${holder.pid}): nothing is converted in place beside it; set stageDir (--stage-dir, SEGLIFT_STAGE_DIR)`,
+          );
+        }
+        // With a stage dir it prepares there instead (exit 0, one prepare job queued).
+        const stage = join(tmp, `held-${n}-stage`);
+        const p = run(['--once', '--stage-dir', stage], {
+          // The workers write the stage dir: within the roots, or refused too.
+          SEGLIFT_ROOTS: `${logDir},${stage}`,
+          SEGLIFT_REDIS_URL: redis.url,
+          SEGLIFT_QUEUE_NAME: `held-${n}`,
+          SEGLIFT_METRICS_PORT: '0',
+        });
+        expect(await p.exited, p.output()).toBe(0);
+        expect(p.output()).toMatch(/"prepareOnly":\[.*\],"msg":"queued 1 segments"/);
+        expect(existsSync(join(stage, '.seglift-stage'))).toBe(true);
+      } finally {
+        holder.stdin.end();
+        await exited;
+      }
+    },
+  );
 
   it('0 when every queued segment succeeded', async () => {
     const r = await runWith(['t-0', 't-1']);

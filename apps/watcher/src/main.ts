@@ -3,6 +3,7 @@
  * needs is in HELP (`seglift-watcher --help`); apps/watcher/README.md has the design.
  */
 import { realpathSync } from 'node:fs';
+import { resolve } from 'node:path';
 import {
   type Config,
   ConfigError,
@@ -25,6 +26,7 @@ import { createRedis, openQueue, waitForRedis } from '@seglift/queue';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { runOnce } from './once.js';
+import { JobPlanner } from './plan.js';
 import {
   EXIT_OK,
   EXIT_RUNTIME,
@@ -68,6 +70,8 @@ async function main(argv: string[]): Promise<number> {
       flags: {
         roots: values.root,
         'redis.url': values['redis-url'],
+        // The schema wants an absolute path; a flag is relative to where the watcher was started.
+        stageDir: typeof values['stage-dir'] === 'string' ? resolve(values['stage-dir']) : undefined,
         'log.level': values['log-level'],
         // Checked by the schema (an integer 0..65535) with every other problem.
         'metrics.port': typeof port === 'string' && /^\d+$/.test(port) ? Number(port) : port,
@@ -115,22 +119,42 @@ async function main(argv: string[]): Promise<number> {
     await server?.close();
     return EXIT_RUNTIME;
   }
+  // Every log dir's placement before anything is queued: one of a running broker without a usable
+  // stage dir is a setup to fix, said at once (exit 2), not a log dir silently left out.
+  const planner = new JobPlanner(config, logger);
+  const refused = await refusals(planner);
+  if (refused.length > 0) {
+    for (const r of refused) logger.error({ logDir: r.logDir }, `refusing to start: ${r.reason}`);
+    redis.disconnect();
+    await server?.close();
+    return EXIT_USAGE;
+  }
   const queue = openQueue(config, redis);
   queue.on('error', (err) => logger.warn({ err }, 'queue error'));
   const stopGauge = server ? queueGauge(queue, metrics) : () => {};
   try {
     if (once) {
       if (server) logger.info({ metricsPort: server.port }, 'serving /metrics, /healthz, /readyz');
-      return await scanOnce(config, queue, redis, logger, wait);
+      return await scanOnce(config, queue, redis, logger, wait, planner);
     }
     // The daemon says its port with 'watching', once it listens for signals.
-    return await watch(config, queue, redis, logger, server?.port);
+    return await watch(config, queue, redis, logger, server?.port, planner);
   } finally {
     stopGauge();
     await server?.close();
     await queue.close();
     redis.disconnect();
   }
+}
+
+/** Log dirs under the roots where nothing could be queued (a running broker's, no usable stage dir). */
+async function refusals(planner: JobPlanner): Promise<Array<{ logDir: string; reason: string }>> {
+  const out: Array<{ logDir: string; reason: string }> = [];
+  for (const logDir of await planner.logDirs()) {
+    const p = await planner.placement(logDir);
+    if (p.kind === 'refused') out.push({ logDir, reason: p.reason });
+  }
+  return out;
 }
 
 /** `--once [--wait]`: the migration's result as the exit code. */
@@ -140,8 +164,18 @@ async function scanOnce(
   redis: Redis,
   logger: Logger,
   wait: boolean,
+  planner: JobPlanner,
 ): Promise<number> {
-  const result = await runOnce({ config, queue, redis, logger, wait });
+  const result = await runOnce({ config, queue, redis, logger, wait, planner });
+  if (result.refused.length > 0) {
+    for (const r of result.refused) logger.error({ logDir: r.logDir }, `nothing queued: ${r.reason}`);
+    return EXIT_USAGE;
+  }
+  for (const p of result.prepared)
+    logger.info(
+      { logDir: p, stageDir: config.stageDir },
+      "a running broker's log dir: its segments were prepared into the stage dir; commit with the broker stopped: seglift migrate <log dir> --commit --stage-dir <stage dir>",
+    );
   // The worker's log of the failure carries the error's code, file, position and offset: so
   // does this line, where the operator of a Job looks first.
   for (const f of result.failed)
@@ -150,6 +184,8 @@ async function scanOnce(
     logger.error({ jobId: l.id, segment: l.path }, 'job kept disappearing from the queue');
   for (const a of result.abandoned)
     logger.error({ jobId: a.id, segment: a.path }, 'segment still queued: no worker left to convert it');
+  for (const u of result.unconverted)
+    logger.error({ segment: u.path, reason: u.reason }, `segment not done after the run: ${u.reason}`);
   logger.info(
     {
       partitions: result.partitions,
@@ -160,11 +196,13 @@ async function scanOnce(
       failed: result.failed.length,
       lost: result.lost.length,
       abandoned: result.abandoned.length,
+      ...(wait ? { notDone: result.unconverted.length } : {}),
     },
     wait ? 'run finished' : 'scan finished',
   );
-  // Bad segments win over lost or abandoned jobs: a rerun would fail on them again.
-  if (result.failed.length > 0) return EXIT_SEGMENTS_FAILED;
+  // Bad segments win over lost or abandoned jobs: a rerun would fail on them again. A segment the
+  // run left unconverted while its job said done is named and fails the run too.
+  if (result.failed.length > 0 || result.unconverted.length > 0) return EXIT_SEGMENTS_FAILED;
   return result.lost.length > 0 || result.abandoned.length > 0 ? EXIT_RUNTIME : EXIT_OK;
 }
 
@@ -175,6 +213,7 @@ async function watch(
   redis: Redis,
   logger: Logger,
   metricsPort: number | undefined,
+  planner: JobPlanner,
 ): Promise<number> {
   const roots = config.roots.map((r) => {
     try {
@@ -184,7 +223,7 @@ async function watch(
       return r;
     }
   });
-  const handle = startWatching({ config: { ...config, roots }, queue, redis, logger });
+  const handle = startWatching({ config: { ...config, roots }, queue, redis, logger, planner });
   // Listening for signals before saying 'watching': a stop sent on that line must not kill us.
   const stopped = new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);

@@ -1,15 +1,19 @@
-import type { Config } from '@seglift/config';
+import { stat } from 'node:fs/promises';
+import { type Config, pipelineOptions } from '@seglift/config';
 import type { Logger } from '@seglift/observability';
 import {
   enqueueSegments,
+  fileStateOf,
+  jobData,
   jobOptions,
   SEGMENT_JOB_NAME,
   type SegmentJobData,
   segmentJobId,
 } from '@seglift/queue';
-import { findReadySegments } from '@seglift/segment';
+import { findReadySegments, type StageDir, targetFormatOf } from '@seglift/segment';
 import { Job, type Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { JobPlanner } from './plan.js';
 
 export interface RunOnceOptions {
   config: Config;
@@ -20,6 +24,8 @@ export interface RunOnceOptions {
   wait?: boolean;
   pollMs?: number;
   now?: number;
+  /** Where each log dir's jobs go (default: a new one for this run). */
+  planner?: JobPlanner;
 }
 
 export interface RunOnceResult {
@@ -39,7 +45,16 @@ export interface RunOnceResult {
    * `watcher.noWorkerTimeoutMs` and no worker was connected.
    */
   abandoned: Array<{ id: string; path: string }>;
-  /** With `wait`: every job succeeded. Without: the scan and enqueue worked. */
+  /** Log dirs of a running broker: their segments were queued as prepare jobs into the stage dir. */
+  prepared: string[];
+  /** Log dirs where nothing was queued (a running broker's without a usable stage dir), and why. */
+  refused: Array<{ logDir: string; reason: string }>;
+  /**
+   * With `wait`: segments found ready that are not in the target format afterwards (read again
+   * from disk), or, prepared, not staged for the file as it is; each with why.
+   */
+  unconverted: Array<{ path: string; reason: string }>;
+  /** With `wait`: every job succeeded and every segment found ready is converted (or staged). */
   ok: boolean;
 }
 
@@ -49,25 +64,39 @@ export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
   if (config.roots.length === 0) throw new Error('no roots configured (set roots or SEGLIFT_ROOTS)');
   const scan = await findReadySegments(config.roots, config.readiness, { now: options.now, realPaths: true });
   for (const r of scan.missingRoots) logger?.warn({ root: r }, 'root does not exist');
-  const enq = await enqueueSegments(queue, redis, config, scan.ready);
+  const planner = options.planner ?? new JobPlanner(config, logger);
+  const plan = await planner.jobsFor(scan.ready);
   const result: RunOnceResult = {
     partitions: scan.partitions,
     ready: scan.ready.length,
-    notReady: scan.notReady,
-    alreadyDone: enq.alreadyDone,
-    queued: enq.jobIds.length,
+    notReady: scan.notReady + plan.changed,
+    alreadyDone: plan.alreadyStaged,
+    queued: 0,
     succeeded: 0,
     failed: [],
     lost: [],
     abandoned: [],
+    prepared: [...plan.held].sort(),
+    refused: [...plan.refused].map(([logDir, reason]) => ({ logDir, reason })),
+    unconverted: [],
     ok: true,
   };
+  // Refused before anything is queued: a run that would leave a log dir out is a setup to fix.
+  if (result.refused.length > 0) {
+    result.ok = false;
+    return result;
+  }
+  const enq = await enqueueSegments(queue, redis, config, plan.jobs);
+  result.alreadyDone += enq.alreadyDone;
+  result.queued = enq.jobIds.length;
+  if (enq.rerun > 0) logger?.info({ rerun: enq.rerun }, 'jobs of segments not done yet run again');
   logger?.info(
     {
       partitions: result.partitions,
       ready: result.ready,
       notReady: result.notReady,
       alreadyDone: result.alreadyDone,
+      ...(result.prepared.length > 0 ? { prepareOnly: result.prepared } : {}),
     },
     `queued ${result.queued} segments`,
   );
@@ -81,7 +110,7 @@ export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
   });
 
   const pending = new Map(enq.jobIds.map((j) => [j.id, j.path]));
-  const byId = new Map(scan.ready.map((r) => [segmentJobId(r), r]));
+  const byId = new Map(plan.jobs.map((j) => [segmentJobId(j), j]));
   const readded = new Map<string, number>();
   const pollMs = options.pollMs ?? 500;
   let lastLog = Date.now();
@@ -112,11 +141,7 @@ export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
           result.lost.push({ id, path });
         } else {
           logger?.warn({ jobId: id, segment: path }, 'job vanished from the queue; queueing it again');
-          await queue.add(
-            SEGMENT_JOB_NAME,
-            { path: seg.path, size: seg.size, mtimeMs: seg.mtimeMs },
-            jobOptions(config, id),
-          );
+          await queue.add(SEGMENT_JOB_NAME, jobData(seg), jobOptions(config, id));
         }
       }
     });
@@ -142,8 +167,51 @@ export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
     }
     await new Promise((r) => setTimeout(r, pollMs));
   }
-  result.ok = result.failed.length === 0 && result.lost.length === 0 && result.abandoned.length === 0;
+  // The queue's word is not the last: every segment found ready is read again (those reported
+  // failed, lost or abandoned above are not: they are named already).
+  const named = new Set([...result.failed, ...result.lost, ...result.abandoned].map((j) => j.path));
+  const check = plan.segments.filter((s) => !named.has(s.path));
+  const stageOptions = planner.stageOptions();
+  await forEachLimit(check, 4, async (s) => {
+    const why = await notDone(config, planner, s, stageOptions);
+    if (why !== undefined) result.unconverted.push({ path: s.path, reason: why });
+  });
+  result.unconverted.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  result.ok =
+    result.failed.length === 0 &&
+    result.lost.length === 0 &&
+    result.abandoned.length === 0 &&
+    result.unconverted.length === 0;
   return result;
+}
+
+/**
+ * Why a segment is not done after the run, read from the file as it is: converted in place, it
+ * must be in the target format; prepared, the stage must hold it for the file as it is. Gone
+ * (retention) is done; a prepared segment Kafka replaced meanwhile is too (the commit converts
+ * whatever is there then).
+ */
+async function notDone(
+  config: Config,
+  planner: JobPlanner,
+  s: { path: string; queued: SegmentJobData; stage?: StageDir },
+  stageOptions: string,
+): Promise<string | undefined> {
+  try {
+    if (s.stage !== undefined) {
+      if (await planner.isStaged(s.stage, s.path, stageOptions)) return undefined;
+      const now = fileStateOf(s.path, await stat(s.path, { bigint: true }));
+      if (now.ino !== s.queued.ino || now.size !== s.queued.size || now.mtimeMs !== s.queued.mtimeMs)
+        return undefined;
+      return `not staged in ${s.stage.root}`;
+    }
+    const v = await targetFormatOf(s.path, pipelineOptions(config));
+    return v.inTarget ? undefined : `still holds ${v.reason} (${v.format}) at position ${v.position}`;
+  } catch (err) {
+    const e = err as { code?: string; cause?: { code?: string } };
+    if (e.code === 'ENOENT' || e.cause?.code === 'ENOENT') return undefined;
+    return `cannot be read: ${(err as Error).message}`;
+  }
 }
 
 /**

@@ -1,7 +1,11 @@
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
   appendFileSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
+  readFileSync,
   realpathSync,
   rmSync,
   statSync,
@@ -11,9 +15,16 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '@seglift/config';
-import { createRedis, doneMarkerKey, enqueueSegments, openQueue, segmentJobId } from '@seglift/queue';
+import {
+  createRedis,
+  doneMarkerKey,
+  enqueueSegments,
+  fileStateOf,
+  openQueue,
+  segmentJobId,
+} from '@seglift/queue';
 import { findReadySegments } from '@seglift/segment';
-import { needs, redisServer, startRedis, type TestRedis } from '@seglift/testkit';
+import { needs, python3, redisServer, startRedis, type TestRedis } from '@seglift/testkit';
 import { type Job, Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runOnce } from './once.js';
@@ -66,9 +77,10 @@ needs(redisServer).describe('watcher with a real Redis', () => {
     return { name, root, config, conn, queue };
   }
 
+  /** Empty segments: in every target format, so a run's read-back finds them done. */
   function files(dir: string, names: string[]) {
     mkdirSync(dir, { recursive: true });
-    for (const f of names) writeFileSync(join(dir, f), `bytes of ${f}`);
+    for (const f of names) writeFileSync(join(dir, f), '');
   }
 
   it('never queues a segment twice, across restarts and a second watcher; skips done markers', async () => {
@@ -106,6 +118,37 @@ needs(redisServer).describe('watcher with a real Redis', () => {
     conn2.disconnect();
   });
 
+  it('runs a completed job again when the file state it was for is still not marked done (BullMQ would ignore the add)', async () => {
+    const { name, root, config, conn, queue } = setup();
+    files(join(root, 't-0'), [seg(0), seg(10)]);
+    const ready = (await scanRoots(config.roots, config.readiness)).ready.map((r) =>
+      fileStateOf(r.path, statSync(r.path, { bigint: true })),
+    );
+    let runs = 0;
+    // A worker that completes without leaving the file done (as a done marker lost with Redis).
+    const worker = new Worker(
+      name,
+      async () => {
+        runs++;
+        return { result: 'converted' };
+      },
+      { connection: createRedis(redis.url), prefix: config.queue.prefix },
+    );
+    const first = await enqueueSegments(queue, conn, config, ready);
+    expect(first.rerun).toBe(0);
+    await until(async () => (await queue.getJobState(first.jobIds[0].id)) === 'completed');
+    const again = await enqueueSegments(queue, conn, config, ready);
+    expect(again).toMatchObject({ alreadyDone: 0, rerun: 1 });
+    await until(() => runs === 2);
+    // Marked done: neither queued nor run again.
+    await conn.set(doneMarkerKey(config, first.jobIds[0].id), '1');
+    await until(async () => (await queue.getJobState(first.jobIds[0].id)) === 'completed');
+    expect(await enqueueSegments(queue, conn, config, ready)).toMatchObject({ alreadyDone: 1, rerun: 0 });
+    await worker.close();
+    await queue.close();
+    conn.disconnect();
+  });
+
   it('--once --wait: succeeds only when every job succeeded', async () => {
     const { name, root, config, conn, queue } = setup();
     files(join(root, 'ok-0'), [seg(0), seg(10)]);
@@ -123,7 +166,9 @@ needs(redisServer).describe('watcher with a real Redis', () => {
     expect(r).toMatchObject({ partitions: 2, ready: 2, notReady: 2, queued: 2, succeeded: 1, ok: false });
     expect(r.failed).toEqual([
       {
-        id: segmentJobId({ path: join(root, 'bad-0', seg(0)), ...statOf(join(root, 'bad-0', seg(0))) }),
+        id: segmentJobId(
+          fileStateOf(join(root, 'bad-0', seg(0)), statSync(join(root, 'bad-0', seg(0)), { bigint: true })),
+        ),
         path: join(root, 'bad-0', seg(0)),
         reason: '{"code":"CRC_MISMATCH"}',
       },
@@ -229,11 +274,6 @@ needs(redisServer).describe('watcher with a real Redis', () => {
   });
 });
 
-function statOf(p: string) {
-  const s = statSync(p);
-  return { size: s.size, mtimeMs: s.mtimeMs };
-}
-
 async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await cond())) {
@@ -241,3 +281,161 @@ async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 10_000)
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/** Holds `<logDir>/.lock` as a running Kafka broker does (python's lockf: a process-associated F_SETLK). */
+async function holdLogDirLock(logDir: string): Promise<{ release: () => Promise<void> }> {
+  writeFileSync(join(logDir, '.lock'), '');
+  const holder = spawn(
+    'python3',
+    [
+      '-c',
+      'import fcntl,sys\nf=open(sys.argv[1],"r+")\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint("locked",flush=True)\nsys.stdin.read()',
+      join(logDir, '.lock'),
+    ],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()));
+  const exited = new Promise((resolve) => holder.once('exit', resolve));
+  return {
+    release: async () => {
+      holder.stdin.end();
+      await exited;
+    },
+  };
+}
+
+/** Every file under `dir` with its bytes' digest, size and mtime: what "nothing changed" means. */
+function snapshotDir(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else {
+        const st = statSync(p);
+        out[p] =
+          `${createHash('sha256').update(readFileSync(p)).digest('hex')} ${st.size} ${st.mtimeMs} ${st.ino}`;
+      }
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+needs(redisServer, python3).describe("the watcher beside a running broker (its log dir's .lock held)", () => {
+  let redis: TestRedis;
+  const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'seglift-watcher-held-')));
+  let n = 0;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+    rmSync(tmp, { recursive: true, force: true });
+  });
+
+  function setup(stageDir: string | undefined) {
+    const name = `h${++n}`;
+    const logDir = join(tmp, name, 'kafka-logs');
+    for (const p of ['t-0', 't-1']) {
+      mkdirSync(join(logDir, p), { recursive: true });
+      for (const f of [seg(0), seg(10)]) writeFileSync(join(logDir, p, f), `bytes of ${p}/${f}`);
+    }
+    const config = loadConfig({
+      env: {},
+      flags: {
+        // The stage dir beside the log dir, both within the roots (the workers write it).
+        roots: [join(tmp, name)],
+        'redis.url': redis.url,
+        'queue.name': name,
+        'log.level': 'silent',
+        ...(stageDir !== undefined ? { stageDir: join(tmp, name, stageDir) } : {}),
+      },
+    });
+    const conn = createRedis(redis.url);
+    return { name, logDir, config, conn, queue: openQueue(config, conn) };
+  }
+
+  it('--once queues only prepare jobs into the stage dir, and nothing in the log dir changes', async () => {
+    const { logDir, config, conn, queue } = setup('stage');
+    const lock = await holdLogDirLock(logDir);
+    try {
+      const before = snapshotDir(logDir);
+      const r = await runOnce({ config, queue, redis: conn });
+      expect(r).toMatchObject({ ready: 2, queued: 2, prepared: [logDir], refused: [], ok: true });
+      const jobs = await queue.getJobs(['waiting']);
+      const stage = join(logDir, '..', 'stage');
+      expect(jobs.map((j) => [j.data.path, j.data.mode, j.data.stageDir, j.id?.slice(0, 5)]).sort()).toEqual([
+        [join(logDir, 't-0', seg(0)), 'prepare', stage, 'prep-'],
+        [join(logDir, 't-1', seg(0)), 'prepare', stage, 'prep-'],
+      ]);
+      expect(snapshotDir(logDir)).toEqual(before);
+      // A second run queues nothing new (same ids).
+      await runOnce({ config, queue, redis: conn });
+      expect(await queue.count()).toBe(2);
+    } finally {
+      await lock.release();
+    }
+    await queue.close();
+    conn.disconnect();
+  });
+
+  it('without a stage dir nothing is queued, and the reason names the log dir and the setting', async () => {
+    const { logDir, config, conn, queue } = setup(undefined);
+    const lock = await holdLogDirLock(logDir);
+    try {
+      const before = snapshotDir(logDir);
+      const r = await runOnce({ config, queue, redis: conn });
+      expect(r).toMatchObject({ queued: 0, ok: false });
+      expect(r.refused).toEqual([
+        {
+          logDir,
+          reason: expect.stringMatching(
+            /^log dir .* belongs to a running Kafka broker \(its \.lock is held by pid \d+\): nothing is converted in place beside it; set stageDir/,
+          ),
+        },
+      ]);
+      expect(await queue.count()).toBe(0);
+      // A stage dir the workers could not write (outside their roots): refused too.
+      const outside = join(tmp, 'outside-stage');
+      const r2 = await runOnce({ config: { ...config, stageDir: outside }, queue, redis: conn });
+      expect(r2.refused[0]?.reason).toMatch(/running Kafka broker .*: .*allowed roots: /);
+      expect(await queue.count()).toBe(0);
+      expect(snapshotDir(logDir)).toEqual(before);
+    } finally {
+      await lock.release();
+    }
+    await queue.close();
+    conn.disconnect();
+  });
+
+  it('the daemon keeps the stage topped up as segments roll, prepare only, even after the broker stops', async () => {
+    const { logDir, config, conn, queue } = setup('stage');
+    const lock = await holdLogDirLock(logDir);
+    const h = startWatching({ config, queue, redis: conn, debounceMs: 50, rescanMs: 0 });
+    try {
+      await h.ready;
+      await until(async () => (await queue.count()) === 2);
+      // The broker rolls t-0: its former active segment is ready, as a prepare job.
+      writeFileSync(join(logDir, 't-0', seg(20)), 'new active segment');
+      await until(async () => (await queue.count()) === 3);
+      // A rolling restart frees .lock for a while: still a running broker's log dir.
+      await lock.release();
+      writeFileSync(join(logDir, 't-1', seg(20)), 'new active segment');
+      await until(async () => (await queue.count()) === 4);
+      const jobs = await queue.getJobs(['waiting']);
+      expect(jobs.every((j) => j.data.mode === 'prepare')).toBe(true);
+      expect(jobs.map((j) => j.data.path).sort()).toEqual([
+        join(logDir, 't-0', seg(0)),
+        join(logDir, 't-0', seg(10)),
+        join(logDir, 't-1', seg(0)),
+        join(logDir, 't-1', seg(10)),
+      ]);
+    } finally {
+      await h.close();
+      await lock.release();
+    }
+    await queue.close();
+    conn.disconnect();
+  });
+});

@@ -11,6 +11,7 @@ export const OPTIONS = {
   config: { type: 'string', short: 'c' },
   root: { type: 'string', multiple: true },
   'redis-url': { type: 'string' },
+  'stage-dir': { type: 'string' },
   once: { type: 'boolean' },
   wait: { type: 'boolean' },
   'redis-timeout-ms': { type: 'string' },
@@ -23,23 +24,35 @@ export const HELP = `Usage: seglift-watcher [--once [--wait]] [options]
 
 Finds the Kafka segments under the roots that are ready to convert and queues each once on Redis
 (BullMQ) for seglift-worker processes. A segment is ready once Kafka has rolled it (a newer
-segment exists beside it); in an archive (readiness.requireRolled: false) the newest segment of
-a partition is ready too, once unchanged for readiness.quietMs. A job's id is a hash of the
-segment's real path, size and mtime: several watchers, or reruns, never queue one twice, and a
-segment a worker converted is not queued again.
+segment exists beside it); in an archive (readiness.requireRolled: false) every segment, the
+newest too, once its .log has been unchanged for readiness.quietMs (a copy may still be writing
+any of them). A job's id is a hash of the segment's real path, size, mtime, inode and ctime:
+several watchers, or reruns, never queue one twice, a segment a worker converted is not queued
+again, and a segment restored from a backup (cp -p) is a new job.
+
+A running broker's log dir (its Kafka .lock is held) is never converted in place: its segments
+are queued as prepare jobs that convert and verify them into the stage dir (stageDir), nothing in
+the log dir written; the daemon keeps the stage topped up as segments roll, and keeps such a log
+dir prepare-only until it stops. Commit with the broker stopped: 'seglift migrate <log dir>
+--commit --stage-dir <stage dir>'. A stage dir serves one log dir: run one watcher per log dir of
+a running broker. Without a stage dir the watcher refuses to start (exit 2) when it finds one.
 
 Modes:
   (default)       a daemon: watches the roots and rescans them every 10 minutes; serves
                   /metrics (seglift_queue_jobs), /healthz and /readyz; stops on SIGTERM/SIGINT
   --once          scans the roots once, queues every ready segment, exits
-  --once --wait   then waits until the workers have handled every queued segment, and exits
-                  with the migration's result (a Kubernetes Job); serves /metrics meanwhile
+  --once --wait   then waits until the workers have handled every queued segment, reads every
+                  segment found ready again, and exits with the migration's result (a
+                  Kubernetes Job); serves /metrics meanwhile
 
 Options:
   -c, --config FILE        YAML or JSON config file (default $SEGLIFT_CONFIG)
   --root DIR               a directory to scan: a broker log.dir, a parent of several, or one
                            partition directory (repeatable; replaces roots)
   --redis-url URL          redis://[user:password@]host:port/db (redis.url)
+  --stage-dir DIR          where a running broker's segments are prepared (stageDir): on the
+                           log dir's filesystem, outside it, within the roots (the workers
+                           write it); the commit reads the same
   --redis-timeout-ms MS    how long Redis may take to answer at start (default 60000), then exit 3
   --metrics-port N         port of /metrics, /healthz, /readyz (metrics.port; default 9465 here,
                            9464 for seglift-worker, so both run on one host; 0: any free port)
@@ -49,7 +62,8 @@ Options:
 ${describeSettings([
   ['roots', 'where segments are looked for (at least one; --root)'],
   ['readiness.requireRolled', 'true: a live log dir, the active segment waits; false: an archive'],
-  ['readiness.quietMs', 'archive: how long the newest segment must be unchanged (300000)'],
+  ['readiness.quietMs', 'archive: how long a segment must be unchanged (300000)'],
+  ['stageDir', "--stage-dir: a running broker's log dir is prepared into it"],
   ['redis.url', 'the queue (redis://127.0.0.1:6379)'],
   ['queue.name', 'queue name (segments); the workers must use the same'],
   ['queue.prefix', 'Redis key prefix (seglift)'],
@@ -70,9 +84,12 @@ error.code, error.file, error.position and error.offset; 'seglift inspect FILE -
 shows the bytes there.
 
 Exit codes (as seglift's):
-  0  ok; with --once --wait: every queued segment was converted or needed nothing
-  1  --once --wait: some segments failed (each logged): bad input, a rerun will not help
-  2  usage or configuration error (every problem listed), or the metrics port is in use
+  0  ok; with --once --wait: every segment found ready is in the target format now, read from
+     disk (a running broker's: staged for the file as it is)
+  1  --once --wait: some segments failed (each logged): bad input, a rerun will not help; or a
+     segment found ready is not in the target format (or not staged) after the run (each named)
+  2  usage or configuration error (every problem listed), the metrics port is in use, or a log
+     dir of a running broker without a usable stage dir (nothing queued)
   3  runtime error: Redis did not answer within --redis-timeout-ms, jobs kept vanishing from
      the queue (Redis losing data), no segment finished for watcher.noWorkerTimeoutMs while no
      worker was connected (the segments still queued are logged), internal error. A rerun

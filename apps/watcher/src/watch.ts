@@ -1,12 +1,21 @@
+import { realpathSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
-import { basename, dirname } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import type { Config } from '@seglift/config';
 import type { Logger } from '@seglift/observability';
 import { enqueueSegments, type SegmentJobData } from '@seglift/queue';
-import { evaluatePartition, findReadySegments, isKafkaInternalDir, SEGMENT_NAME_RE } from '@seglift/segment';
+import {
+  evaluatePartition,
+  findReadySegments,
+  isInside,
+  isKafkaInternalDir,
+  type ReadySegment,
+  SEGMENT_NAME_RE,
+} from '@seglift/segment';
 import type { Queue } from 'bullmq';
 import { watch } from 'chokidar';
 import type { Redis } from 'ioredis';
+import { JobPlanner, type PlannedJobs } from './plan.js';
 
 export interface WatchOptions {
   config: Config;
@@ -23,6 +32,8 @@ export interface WatchOptions {
   rescanMs?: number;
   /** Called after each evaluation (tests). */
   onEvaluated?: (dir: string, queued: number) => void;
+  /** Where each log dir's jobs go (default: a new one); the daemon keeps it for its life. */
+  planner?: JobPlanner;
 }
 
 export interface WatchHandle {
@@ -37,7 +48,31 @@ export interface WatchHandle {
  */
 export function startWatching(options: WatchOptions): WatchHandle {
   const { config, queue, redis, logger } = options;
+  const planner = options.planner ?? new JobPlanner(config, logger);
   const debounceMs = options.debounceMs ?? 1000;
+  // Said once per log dir and reason: an active partition is evaluated every second.
+  const refusedSaid = new Map<string, string>();
+  const queueReady = async (ready: readonly ReadySegment[]): Promise<PlannedJobs & { queued: number }> => {
+    const plan = await planner.jobsFor(ready);
+    for (const [logDir, reason] of plan.refused) {
+      if (refusedSaid.get(logDir) === reason) continue;
+      refusedSaid.set(logDir, reason);
+      logger?.error({ logDir }, `nothing queued for this log dir: ${reason}`);
+    }
+    const enq = await enqueueSegments(queue, redis, config, plan.jobs);
+    return { ...plan, queued: enq.jobIds.length };
+  };
+  // The stage dir holds converted copies laid out like partitions: never segments to queue.
+  const stageDir =
+    config.stageDir === undefined
+      ? undefined
+      : (() => {
+          try {
+            return realpathSync(config.stageDir);
+          } catch {
+            return resolve(config.stageDir);
+          }
+        })();
   const timers = new Map<string, NodeJS.Timeout>();
   const rechecks = new Map<string, NodeJS.Timeout>();
   let closed = false;
@@ -51,15 +86,16 @@ export function startWatching(options: WatchOptions): WatchHandle {
       return; // directory removed
     }
     const verdict = await evaluatePartition(dir, names, config.readiness);
-    const enq = await enqueueSegments(queue, redis, config, verdict.ready);
-    if (enq.jobIds.length > 0) logger?.info({ dir, queued: enq.jobIds.length }, 'queued segments');
+    const enq = await queueReady(verdict.ready);
+    if (enq.queued > 0)
+      logger?.info({ dir, queued: enq.queued, prepare: enq.held.size > 0 }, 'queued segments');
     clearTimeout(rechecks.get(dir));
     rechecks.delete(dir);
     if (verdict.recheckAt !== undefined && !closed) {
       const t = setTimeout(() => schedule(dir, 0), Math.max(0, verdict.recheckAt - Date.now()));
       rechecks.set(dir, t);
     }
-    options.onEvaluated?.(dir, enq.jobIds.length);
+    options.onEvaluated?.(dir, enq.queued);
   };
 
   const schedule = (dir: string, delay = debounceMs): void => {
@@ -80,6 +116,7 @@ export function startWatching(options: WatchOptions): WatchHandle {
     followSymlinks: false,
     depth: options.maxDepth ?? 4,
     ignored: (path, stats) => {
+      if (stageDir !== undefined && isInside(path, stageDir)) return true;
       const name = basename(path);
       if (stats?.isDirectory() && isKafkaInternalDir(name)) return true;
       return stats?.isFile() === true && !SEGMENT_NAME_RE.test(name);
@@ -100,9 +137,9 @@ export function startWatching(options: WatchOptions): WatchHandle {
           if (rescanning || closed) return;
           rescanning = true;
           findReadySegments(config.roots, config.readiness, { realPaths: true })
-            .then((scan) => enqueueSegments(queue, redis, config, scan.ready))
+            .then((scan) => queueReady(scan.ready))
             .then((r) => {
-              if (r.jobIds.length > 0) logger?.info({ queued: r.jobIds.length }, 'rescan queued segments');
+              if (r.queued > 0) logger?.info({ queued: r.queued }, 'rescan queued segments');
             })
             .catch((err) => logger?.error({ err }, 'rescan failed'))
             .finally(() => {

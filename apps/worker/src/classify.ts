@@ -20,6 +20,8 @@ export const PERMANENT_CODES: ReadonlySet<string> = new Set([
   'OWNERSHIP',
   'KAFKA_LEFTOVERS',
   'STAGE_DIR',
+  // Not the file judged ready: converting it would swap out a file still being written.
+  'SEGMENT_CHANGED',
 ]);
 
 /** Node errno codes worth retrying (busy files, full disks being cleaned, fd exhaustion, flaky I/O). */

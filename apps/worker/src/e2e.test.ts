@@ -2,12 +2,13 @@
  * End to end over the built dist (run `pnpm build` first): seglift-watcher --once --wait and
  * seglift-worker processes on a real Redis, the real @seglift/segment pipeline, generated segments.
  */
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createRedis, doneMarkerKey, fileStateOf, segmentJobId } from '@seglift/queue';
 import { verifySegment } from '@seglift/segment';
 import { built, needs, redisServer, spawnProgram, startRedis, type TestRedis } from '@seglift/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -158,6 +159,58 @@ needs(redisServer, dist).describe('distributed mode end to end', () => {
     for (const w of workers) expect(await w.exited, w.output()).toBe(0);
     expect(workers[0].output()).toContain('"signal":"drained"');
   });
+
+  it('a rollback (cp -p of the backups over the converted files) is converted again by the next --once --wait; a segment it leaves unconverted fails the run, named', async () => {
+    const root = join(tmp, 'logs-r');
+    const backups = join(tmp, 'backups-r');
+    const segments = generateLogDir(root, { topic: 'rb', partitions: 1, perPartition: 3, records: 30 });
+    const before = await snapshot(segments);
+    const env = { ...envFor(root, 'e2e-r'), SEGLIFT_BACKUP_DIR: backups };
+    const migrate = async () => {
+      const w = run(WORKER, ['--exit-when-drained', '--idle-ms', '1000'], env);
+      procs.push(w);
+      const watcher = run(WATCHER, ['--once', '--wait'], env);
+      const code = await watcher.exited;
+      expect(await w.exited, w.output()).toBe(0);
+      return { code, output: watcher.output() };
+    };
+    const first = await migrate();
+    expect(first.code, first.output).toBe(0);
+    expect(first.output).toMatch(/"queued":3/);
+    await checkConverted(segments, before);
+    // The operator guide's rollback: the backups copied over the converted files, times kept.
+    const restore = () => {
+      const b = join(backups, 'rb-0');
+      const files = readdirSync(b).filter((f) => !f.startsWith('.'));
+      execFileSync('cp', ['-p', ...files.map((f) => join(b, f)), join(root, 'rb-0')]);
+      for (const s of segments) expect(sha(s.path), s.path).toBe(before.get(s.path)!.sha);
+    };
+    restore();
+    // Same path, size and mtime as the first run's jobs: converted again all the same.
+    const second = await migrate();
+    expect(second.code, second.output).toBe(0);
+    expect(second.output).toMatch(/"queued":3,"alreadyDone":0,"succeeded":3/);
+    await checkConverted(segments, before);
+    // A done marker that lies about a restored file (what an id a restore can repeat would find):
+    // the run reads the segment, names it and fails.
+    restore();
+    const lie = segments[0].path;
+    const conn = createRedis(redis.url);
+    const id = segmentJobId(fileStateOf(lie, statSync(lie, { bigint: true })));
+    await conn.set(doneMarkerKey({ queue: { prefix: 'seglift', name: 'e2e-r' } }, id), '1');
+    conn.disconnect();
+    const third = await migrate();
+    expect(third.code, third.output).toBe(1);
+    expect(third.output).toMatch(/"queued":2,"alreadyDone":1,"succeeded":2/);
+    const notDone = third.output
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l))
+      .filter((l) => /^segment not done after the run/.test(l.msg));
+    expect(notDone.map((l) => [l.segment, l.reason])).toEqual([
+      [lie, expect.stringMatching(/^still holds a magic 0 entry \(v0\/none\) at position 0$/)],
+    ]);
+  }, 60_000);
 
   it('survives kill -9 of a worker mid-conversion and a Redis restart', async () => {
     const root = join(tmp, 'logs-b');

@@ -2,14 +2,24 @@ import { stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { type Config, pipelineOptions } from '@seglift/config';
 import { childLogger, type Logger, recordSegmentReport, type SegliftMetrics } from '@seglift/observability';
-import { markDone, type PartitionLease, partitionLeaseKey, SegmentJobSchema, tryLease } from '@seglift/queue';
+import {
+  fileStateOf,
+  markDone,
+  type PartitionLease,
+  partitionLeaseKey,
+  type SegmentFileState,
+  SegmentJobSchema,
+  tryLease,
+} from '@seglift/queue';
 import {
   type ConvertOptions,
   isActiveSegment,
   openStageDir,
   resolveWithinRoots,
+  SegmentChangedError,
   type SegmentReport,
   stagePartitionDir,
+  targetFormatOf,
 } from '@seglift/segment';
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -40,11 +50,33 @@ export interface JobResult {
   durationMs: number;
 }
 
+/**
+ * How the file differs from the state the job was queued for (size, mtime, and the inode when
+ * the job names it), or undefined when it is that file. The ctime is not compared: a chmod or a
+ * chown moves it without changing a byte.
+ */
+export function stateChange(queued: SegmentFileState, now: SegmentFileState): string | undefined {
+  const diffs: string[] = [];
+  if (now.size !== queued.size) diffs.push(`size ${queued.size} -> ${now.size}`);
+  if (now.mtimeMs !== queued.mtimeMs)
+    diffs.push(`mtime ${new Date(queued.mtimeMs).toISOString()} -> ${new Date(now.mtimeMs).toISOString()}`);
+  if (queued.ino !== undefined && now.ino !== queued.ino) diffs.push(`inode ${queued.ino} -> ${now.ino}`);
+  return diffs.length === 0 ? undefined : diffs.join(', ');
+}
+
+function changedError(logPath: string, change: string): SegmentChangedError {
+  return new SegmentChangedError(
+    `the segment changed since it was queued (${change}): not converted, it is not the file judged ready (a copy still writing it?); the watcher queues it again once it is unchanged for readiness.quietMs`,
+    { file: logPath },
+  );
+}
+
 /** The job's segment, validated and confined to the roots; or a finished result (nothing to do). */
 async function segmentOf(
   job: Job,
   config: Config,
-): Promise<{ logPath: string; size: number; stageDir?: string } | JobResult> {
+  redis: Redis,
+): Promise<{ logPath: string; size: number; queued: SegmentFileState; stageDir?: string } | JobResult> {
   const parsed = SegmentJobSchema.safeParse(job.data);
   if (!parsed.success) {
     throw new UnrecoverableError(
@@ -55,19 +87,26 @@ async function segmentOf(
       }),
     );
   }
+  const finished = (path: string, result: string, reason: string, bytesIn = 0): JobResult => ({
+    path,
+    result,
+    reason,
+    bytesIn,
+    bytesOut: bytesIn,
+    durationMs: 0,
+  });
   let logPath: string;
-  let size: number;
+  let now: SegmentFileState;
   try {
     logPath = await resolveWithinRoots(parsed.data.path, config.roots);
-    size = (await stat(logPath)).size;
+    now = fileStateOf(logPath, await stat(logPath, { bigint: true }));
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-      // Retention deleted it, or it was renamed: nothing to do.
-      const path = parsed.data.path;
-      return { path, result: 'skipped', reason: 'missing', bytesIn: 0, bytesOut: 0, durationMs: 0 };
-    }
+    // Retention deleted it, or it was renamed: nothing to do.
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+      return finished(parsed.data.path, 'skipped', 'missing');
     throw toJobError(err);
   }
+  const size = now.size;
   if (size > config.limits.maxSegmentBytes) {
     throw toJobError({
       name: 'InvalidArgumentError',
@@ -92,7 +131,23 @@ async function segmentOf(
       message: 'refusing to convert the active segment (no newer segment in its partition)',
     });
   }
-  return { logPath, size, stageDir };
+  // Only the file judged ready is converted (a copy still writing it, or a file put in its place,
+  // is not that file).
+  const queued = { ...parsed.data, path: logPath };
+  const change = stateChange(queued, now);
+  if (change !== undefined) {
+    // Beside a running broker that is Kafka's cleaner or retention: the commit converts whatever
+    // is there then.
+    if (parsed.data.mode === 'prepare') return finished(logPath, 'skipped', 'source-changed', size);
+    // The file as it is decides: one needing no rewrite (this job's own conversion, finished
+    // before a crash or by an earlier run of it) is done; any other is never converted.
+    // (One that cannot be read whole is not known to need nothing: it is not converted either.)
+    const verdict = await targetFormatOf(logPath, pipelineOptions(config)).catch(() => undefined);
+    if (!verdict?.inTarget) throw toJobError(changedError(logPath, change));
+    await markDone(redis, config, now);
+    return finished(logPath, 'skipped', 'already-target-codec', size);
+  }
+  return { logPath, size, queued, stageDir };
 }
 
 /** One signal aborted by any of `signals`, with the first one's reason. */
@@ -108,12 +163,15 @@ export function createProcessor(deps: ProcessorDeps) {
   const { config, redis, logger } = deps;
   return async (job: Job, token?: string, bullSignal?: AbortSignal): Promise<JobResult> => {
     const started = Date.now();
-    const segment = await segmentOf(job, config);
+    const segment = await segmentOf(job, config, redis);
     if ('result' in segment) {
-      logger.info({ jobId: job.id, segment: segment.path }, 'segment no longer exists');
+      logger.info(
+        { jobId: job.id, segment: segment.path, result: segment.result, reason: segment.reason },
+        segment.reason === 'missing' ? 'segment no longer exists' : 'segment done',
+      );
       return segment;
     }
-    const { logPath, size, stageDir } = segment;
+    const { logPath, size, queued, stageDir } = segment;
     const dir = dirname(logPath);
     const log = childLogger(logger, { jobId: job.id, segment: logPath, partition: basename(dir) });
     const lease = await tryLease(redis, partitionLeaseKey(config, dir), config.worker.lockDurationMs);
@@ -136,7 +194,7 @@ export function createProcessor(deps: ProcessorDeps) {
     try {
       let report: SegmentReport;
       try {
-        report = await convert(job, logPath, size, lease, bullSignal, stageDir);
+        report = await convert(job, logPath, size, queued, lease, bullSignal, stageDir);
       } catch (err) {
         // The pool reports failures; a converter that throws (a test's, or a bug) is classified.
         await requeueIfShuttingDown();
@@ -151,9 +209,9 @@ export function createProcessor(deps: ProcessorDeps) {
       if (deps.metrics) recordSegmentReport(deps.metrics, report, config.codec);
       // The file state now in the target format is done: watchers do not queue it again. (Not
       // after a prepare: the segment itself is unchanged until the commit.)
-      const after = stageDir === undefined ? await stat(logPath).catch(() => undefined) : undefined;
-      if (after !== undefined)
-        await markDone(redis, config, { path: logPath, size: after.size, mtimeMs: after.mtimeMs });
+      const after =
+        stageDir === undefined ? await stat(logPath, { bigint: true }).catch(() => undefined) : undefined;
+      if (after !== undefined) await markDone(redis, config, fileStateOf(logPath, after));
       job.updateProgress({ bytesDone: size, bytesTotal: size }).catch(() => {});
       const result: JobResult = {
         path: logPath,
@@ -177,6 +235,7 @@ export function createProcessor(deps: ProcessorDeps) {
     job: Job,
     logPath: string,
     size: number,
+    queued: SegmentFileState,
     lease: PartitionLease,
     bullSignal?: AbortSignal,
     stageDir?: string,
@@ -190,9 +249,14 @@ export function createProcessor(deps: ProcessorDeps) {
         ? {
             inPlace: true,
             backupDir,
-            // Asked of Redis right before the swap: a worker whose lease another worker took
-            // between two renewals never swaps.
-            beforeSwap: () => lease.assertHeld(),
+            // Right before the swap (under the partition lock): a worker whose lease another
+            // worker took between two renewals never swaps, and a source written to while it was
+            // converted (a copy resumed) is never swapped out: those bytes would be lost with it.
+            beforeSwap: async () => {
+              await lease.assertHeld();
+              const change = stateChange(queued, fileStateOf(logPath, await stat(logPath, { bigint: true })));
+              if (change !== undefined) throw changedError(logPath, change);
+            },
           }
         : {
             stageDir: stagePartitionDir(

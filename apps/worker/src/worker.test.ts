@@ -1,16 +1,28 @@
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Config, loadConfig } from '@seglift/config';
-import { CorruptRecordError } from '@seglift/format';
+import { CorruptRecordError, type SegliftError } from '@seglift/format';
 import { createLogger, createMetrics, metricsSnapshot } from '@seglift/observability';
-import { createRedis, doneMarkerKey, SEGMENT_JOB_NAME, segmentJobId } from '@seglift/queue';
+import { createRedis, doneMarkerKey, fileStateOf, SEGMENT_JOB_NAME, segmentJobId } from '@seglift/queue';
 import { type ConvertOptions, emptyReport, type SegmentReport } from '@seglift/segment';
 import { needs, redisServer, startRedis, type TestRedis } from '@seglift/testkit';
 import { type Job, Queue, QueueEvents } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifyError, toJobError } from './classify.js';
 import type { ConvertFn } from './processor.js';
+import { encodeSegment } from './test-support/segments.js';
 import { startWorker, type WorkerHandle } from './worker.js';
 
 /** A report as the pipeline gives it, with the fields a test cares about. */
@@ -95,6 +107,12 @@ needs(redisServer).describe('worker with a real Redis', () => {
     data: unknown,
     id = `j-${Math.random().toString(36).slice(2)}`,
   ) {
+    // size 1 and mtimeMs 1 stand for the file as it is: the state a watcher records.
+    const d = data as { path?: string; size?: number; mtimeMs?: number };
+    if (d.size === 1 && d.mtimeMs === 1 && d.path !== undefined && existsSync(d.path)) {
+      const st = statSync(d.path);
+      data = { ...d, size: st.size, mtimeMs: st.mtimeMs };
+    }
     return queue.add(SEGMENT_JOB_NAME, data, {
       jobId: id,
       attempts: config.worker.attempts,
@@ -150,8 +168,8 @@ needs(redisServer).describe('worker with a real Redis', () => {
     });
     expect(calls[0][1].signal).toBeInstanceOf(AbortSignal);
     expect(calls[0][1].beforeSwap).toBeInstanceOf(Function);
-    const after = statSync(p);
-    const doneId = segmentJobId({ path: p, size: after.size, mtimeMs: after.mtimeMs });
+    // The marker names the file as the conversion left it (inode and ctime too).
+    const doneId = segmentJobId(fileStateOf(p, statSync(p, { bigint: true })));
     expect(await conn.exists(doneMarkerKey(config, doneId))).toBe(1);
     expect((await queue.getJob(job.id!))?.progress).toEqual({ bytesDone: 29, bytesTotal: 29 });
     const snap = await metricsSnapshot(metrics.registry);
@@ -187,7 +205,7 @@ needs(redisServer).describe('worker with a real Redis', () => {
     expect(calls[0][1].inPlace).toBeUndefined();
     expect(calls[0][1].beforeSwap).toBeUndefined();
     expect(statSync(join(stageDir, '.seglift-stage')).isFile()).toBe(true);
-    const doneId = segmentJobId({ path: p, size: st.size, mtimeMs: st.mtimeMs });
+    const doneId = segmentJobId(fileStateOf(p, statSync(p, { bigint: true })));
     expect(await conn.exists(doneMarkerKey(config, doneId))).toBe(0);
     // No stage dir, a stage dir inside the log dir, the active segment: refused.
     const noStage = await add(queue, config, { path: p, size: 1, mtimeMs: 1, mode: 'prepare' });
@@ -210,6 +228,74 @@ needs(redisServer).describe('worker with a real Redis', () => {
     });
     expect(await finished(active, events)).toMatchObject({ ok: false });
     expect(calls).toHaveLength(1);
+    await w.shutdown();
+    await Promise.all([queue.close(), events.close()]);
+    conn.disconnect();
+  });
+
+  it('never converts a file other than the one queued: changed since (a copy still writing it) fails SEGMENT_CHANGED, before the conversion or at its swap; one needing no rewrite is done', async () => {
+    const { config, dir, conn, queue, events } = setup([seg(0), seg(10), seg(20), seg(30)], {
+      codec: 'none',
+    });
+    const calls: string[] = [];
+    const convert: ConvertFn = async (p, o) => {
+      calls.push(p);
+      // The copy resumes while the segment is being converted: the swap must not happen.
+      appendFileSync(p, ' and the rest of the copy');
+      try {
+        await o.beforeSwap?.();
+      } catch (err) {
+        return report(p, { result: 'failed', error: (err as SegliftError).toJSON() });
+      }
+      return report(p, { result: 'converted' });
+    };
+    const w = await startWorker({ config, logger, convert });
+    const queued = (p: string) => {
+      const st = statSync(p);
+      return { path: p, size: st.size, mtimeMs: st.mtimeMs, ino: String(statSync(p, { bigint: true }).ino) };
+    };
+    // Queued, then written to (a parallel copy had not finished it).
+    const growing = join(dir, seg(0));
+    const growingJob = await add(queue, config, queued(growing));
+    appendFileSync(growing, ' more records');
+    const before = readFileSync(growing);
+    const r0 = await finished(growingJob, events);
+    expect(r0.ok).toBe(false);
+    expect(JSON.parse(String(r0.value))).toMatchObject({
+      code: 'SEGMENT_CHANGED',
+      file: growing,
+      message: expect.stringMatching(
+        /^the segment changed since it was queued \(size \d+ -> \d+, mtime .*\): not converted/,
+      ),
+    });
+    expect(readFileSync(growing)).toEqual(before);
+    // A prepare job of a changed source: nothing staged, no failure (the commit converts what is there).
+    const prepareJob = await add(queue, config, {
+      ...queued(growing),
+      mode: 'prepare',
+      stageDir: join(root, 'stage'),
+    });
+    appendFileSync(growing, ' yet more');
+    expect(await finished(prepareJob, events)).toMatchObject({
+      ok: true,
+      value: { result: 'skipped', reason: 'source-changed' },
+    });
+    // Replaced meanwhile by a file already in the target format (v2, codec none): nothing to do.
+    const replaced = join(dir, seg(10));
+    const replacedJob = await add(queue, config, queued(replaced));
+    writeFileSync(`${replaced}.new`, encodeSegment('v2-none', 10n, 5, 1));
+    renameSync(`${replaced}.new`, replaced);
+    expect(await finished(replacedJob, events)).toMatchObject({
+      ok: true,
+      value: { result: 'skipped', reason: 'already-target-codec' },
+    });
+    const doneId = segmentJobId(fileStateOf(replaced, statSync(replaced, { bigint: true })));
+    expect(await conn.exists(doneMarkerKey(config, doneId))).toBe(1);
+    // Unchanged when taken, written to while converted: refused right before the swap.
+    const resumed = join(dir, seg(20));
+    const r2 = await finished(await add(queue, config, queued(resumed)), events);
+    expect(JSON.parse(String(r2.value))).toMatchObject({ code: 'SEGMENT_CHANGED' });
+    expect(calls).toEqual([resumed]);
     await w.shutdown();
     await Promise.all([queue.close(), events.close()]);
     conn.disconnect();

@@ -31,7 +31,8 @@ export type SegliftErrorCode =
   | 'LOG_DIR_LOCKED'
   | 'KAFKA_LEFTOVERS'
   | 'OWNERSHIP'
-  | 'STAGE_DIR';
+  | 'STAGE_DIR'
+  | 'SEGMENT_CHANGED';
 
 export class SegliftError extends Error {
   readonly code: SegliftErrorCode;

@@ -5,9 +5,11 @@
 import { createHash } from 'node:crypto';
 import { isAbsolute } from 'node:path';
 import type { Config } from '@seglift/config';
-import { type JobsOptions, Queue } from 'bullmq';
+import { Job, type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+
+const decimal = z.string().regex(/^\d{1,30}$/, { message: 'must be a decimal integer' });
 
 /**
  * The payload of a segment job, shared by the watcher (producer) and the worker (consumer). The
@@ -22,12 +24,21 @@ export const SegmentJobSchema = z
       .max(4096)
       .refine(isAbsolute, { message: 'must be an absolute path' })
       .refine((p) => p.endsWith('.log'), { message: 'must name a .log file' }),
+    /** Size and mtime of the file judged ready: the worker converts only that file (item 4). */
     size: z.int().min(0),
     mtimeMs: z.number().min(0),
     /**
+     * Inode and ctime (ns, decimal) of the file judged ready. The job id hashes them: `cp -p` of a
+     * backup restores size and mtime but never the ctime, so a restored file is a new job, never
+     * the completed job of the file it replaces. The worker checks the inode (a file put in its
+     * place is another file). Optional: jobs queued before they existed still validate.
+     */
+    ino: decimal.optional(),
+    ctimeNs: decimal.optional(),
+    /**
      * 'prepare': the first step of a two-phase migration (docs/operator-guide.md): convert and
      * verify into `stageDir` while the broker runs, nothing in the log dir written. Default
-     * 'convert' (in place). Prepare jobs need their own job ids (segmentJobId is the convert's).
+     * 'convert' (in place). Prepare jobs have their own job ids (segmentJobId).
      */
     mode: z.enum(['convert', 'prepare']).optional(),
     /** The stage dir of a prepare job (absolute, within the worker's roots). */
@@ -44,22 +55,58 @@ export const SegmentJobSchema = z
   });
 export type SegmentJobData = z.output<typeof SegmentJobSchema>;
 
+/** The state of a segment's `.log` a job is for (what the watcher judged ready). */
+export type SegmentFileState = Pick<SegmentJobData, 'path' | 'size' | 'mtimeMs' | 'ino' | 'ctimeNs'>;
+
+/**
+ * The state of `path` from its bigint stat. `mtimeMs` is computed as Node computes a plain stat's
+ * (seconds * 1e3 + nanoseconds / 1e6), so that it equals what the readiness scan saw.
+ */
+export function fileStateOf(
+  path: string,
+  st: { size: bigint; ino: bigint; mtimeNs: bigint; ctimeNs: bigint },
+): Required<SegmentFileState> {
+  const NS = 1_000_000_000n;
+  return {
+    path,
+    size: Number(st.size),
+    mtimeMs: Number(st.mtimeNs / NS) * 1e3 + Number(st.mtimeNs % NS) / 1e6,
+    ino: String(st.ino),
+    ctimeNs: String(st.ctimeNs),
+  };
+}
+
 /** BullMQ job name for segment conversions. */
 export const SEGMENT_JOB_NAME = 'convert';
 
 /**
- * Deterministic job id from a segment's real path, size and mtime: a restarted or second watcher
- * computes the same id for the same file state, and BullMQ ignores an add whose id exists. BullMQ
- * ids must not be integers nor contain ':', hence the `seg-` prefix and hex digest.
+ * Deterministic job id from the file state a job is for (real path, size, mtime, inode, ctime in
+ * ns) and what it does (a prepare, into which stage dir): a restarted or second watcher computes
+ * the same id for the same file, and BullMQ ignores an add whose id exists. A file restored from a
+ * backup has a new ctime, hence a new id. BullMQ ids must not be integers nor contain ':', hence
+ * the `seg-`/`prep-` prefix and hex digest.
  */
-export function segmentJobId(file: { path: string; size: number; mtimeMs: number }): string {
-  const h = createHash('sha256').update(`${file.path}\0${file.size}\0${Math.trunc(file.mtimeMs)}`);
-  return `seg-${h.digest('hex').slice(0, 40)}`;
+export function segmentJobId(
+  job: SegmentFileState & { mode?: SegmentJobData['mode']; stageDir?: string },
+): string {
+  const prepare = job.mode === 'prepare';
+  const h = createHash('sha256').update(
+    [
+      job.path,
+      job.size,
+      Math.trunc(job.mtimeMs),
+      job.ino ?? '',
+      job.ctimeNs ?? '',
+      prepare ? `prepare\0${job.stageDir ?? ''}` : '',
+    ].join('\0'),
+  );
+  return `${prepare ? 'prep' : 'seg'}-${h.digest('hex').slice(0, 40)}`;
 }
 
 /**
- * Redis key marking a file state (same id scheme) as already in the target format: the worker sets
- * it for the converted (or skipped) file, the watcher does not queue it again.
+ * Redis key marking a file state (same id scheme) as in the target format: the worker sets it for
+ * the converted (or skipped) file as it left it, the watcher does not queue that state again. Any
+ * change to the file (a restore, a copy) moves its ctime: the marker no longer applies.
  */
 export function doneMarkerKey(config: Pick<Config, 'queue'>, jobId: string): string {
   return `${config.queue.prefix}:${config.queue.name}:done:${jobId}`;
@@ -71,7 +118,7 @@ export function partitionLeaseKey(config: Pick<Config, 'queue'>, partitionRealPa
   return `${config.queue.prefix}:${config.queue.name}:lock:${h}`;
 }
 
-/** Done markers expire: a file restored from backup with the same size and mtime is converted again eventually. */
+/** Done markers expire: Redis keeps no marker of a file state nobody asks about any more. */
 export const DONE_MARKER_TTL_SECONDS = 30 * 24 * 3600;
 
 /** The queue of segment jobs. */
@@ -95,47 +142,67 @@ export interface EnqueueResult {
   jobIds: Array<{ id: string; path: string }>;
   /** Segments whose current state a worker already converted (done marker). */
   alreadyDone: number;
+  /**
+   * Jobs of these very file states that had completed earlier without leaving them done (no done
+   * marker: a marker lost with Redis, or a prepare whose stage entry was discarded since): run
+   * again, since BullMQ would ignore the add.
+   */
+  rerun: number;
 }
 
-/** Queues the segments not already marked done; idempotent thanks to the deterministic job ids. */
+/** The payload of a job for `s`, without the fields it does not set. */
+export function jobData(s: SegmentJobData): SegmentJobData {
+  const d: SegmentJobData = { path: s.path, size: s.size, mtimeMs: s.mtimeMs };
+  if (s.ino !== undefined) d.ino = s.ino;
+  if (s.ctimeNs !== undefined) d.ctimeNs = s.ctimeNs;
+  if (s.mode === 'prepare') Object.assign(d, { mode: 'prepare', stageDir: s.stageDir });
+  return d;
+}
+
+/**
+ * Queues the segments whose file state is not marked done (prepare jobs have no marker: the
+ * caller asks the stage); idempotent thanks to the deterministic job ids.
+ */
 export async function enqueueSegments(
   queue: Queue<SegmentJobData>,
   redis: Redis,
   config: Config,
   segments: readonly SegmentJobData[],
 ): Promise<EnqueueResult> {
-  const result: EnqueueResult = { jobIds: [], alreadyDone: 0 };
+  const result: EnqueueResult = { jobIds: [], alreadyDone: 0, rerun: 0 };
   const CHUNK = 500;
   for (let i = 0; i < segments.length; i += CHUNK) {
     const chunk = segments.slice(i, i + CHUNK).map((s) => ({ s, id: segmentJobId(s) }));
     const pipeline = redis.pipeline();
     for (const { id } of chunk) pipeline.exists(doneMarkerKey(config, id));
     const exists = (await pipeline.exec()) ?? [];
-    const todo = chunk.filter((_, j) => {
+    const todo = chunk.filter(({ s }, j) => {
       const [err, n] = exists[j] ?? [null, 0];
       if (err) throw err;
-      return n === 0;
+      return n === 0 || s.mode === 'prepare';
     });
     result.alreadyDone += chunk.length - todo.length;
     if (todo.length === 0) continue;
     await queue.addBulk(
-      todo.map(({ s, id }) => ({
-        name: SEGMENT_JOB_NAME,
-        data: { path: s.path, size: s.size, mtimeMs: s.mtimeMs },
-        opts: jobOptions(config, id),
-      })),
+      todo.map(({ s, id }) => ({ name: SEGMENT_JOB_NAME, data: jobData(s), opts: jobOptions(config, id) })),
     );
+    // A completed job of a state still not done did not leave it done: BullMQ ignored the add.
+    const states = await Promise.all(todo.map(({ id }) => queue.getJobState(id)));
+    for (const [j, { id }] of todo.entries()) {
+      if (states[j] !== 'completed') continue;
+      const job = await Job.fromId(queue, id);
+      await job?.retry('completed').then(
+        () => result.rerun++,
+        () => {}, // moved on meanwhile (removed, or taken again): nothing to redo
+      );
+    }
     for (const { s, id } of todo) result.jobIds.push({ id, path: s.path });
   }
   return result;
 }
 
 /** Marks a file state as done (converted or already in the target format): never queued again. */
-export async function markDone(
-  redis: Redis,
-  config: Config,
-  file: { path: string; size: number; mtimeMs: number },
-): Promise<void> {
+export async function markDone(redis: Redis, config: Config, file: SegmentFileState): Promise<void> {
   await redis.set(
     doneMarkerKey(config, segmentJobId(file)),
     String(Date.now()),

@@ -34,6 +34,9 @@ describe('discovery', () => {
     // A backup directory (marked by seglift when it wrote the first backup) is never migrated.
     await mk('logs2/backup/orders-0', ['.seglift-backup', '00000000000000000000.log']);
     await writeFile(path.join(root, 'logs2/backup/.seglift-backup'), '');
+    // Nor is a stage dir (converted copies laid out like partitions, marked at its root only).
+    await mk('logs2/stage/orders-0', ['00000000000000000000.log']);
+    await writeFile(path.join(root, 'logs2/stage/.seglift-stage'), '');
     const found = await findPartitionDirs(root);
     expect(found.partitions.map((d) => path.relative(root, d))).toEqual(['logs1/orders-0', 'logs1/orders-1']);
     expect(found.ignored.map((i) => [path.relative(root, i.dir), i.reason.split(/[,:(]/)[0].trim()])).toEqual(
@@ -45,6 +48,7 @@ describe('discovery', () => {
         ['logs1/orders-4.abc-stray', 'a partition directory Kafka is deleting'],
         ['logs1/remote-log-index-cache', "tiered storage's index cache"],
         ['logs2/backup', 'a seglift backup directory'],
+        ['logs2/stage', 'a seglift stage directory'],
       ],
     );
     expect((await findPartitionDirs(path.join(root, 'logs1/orders-1'))).partitions).toEqual([

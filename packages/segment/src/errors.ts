@@ -72,6 +72,17 @@ export class StageDirError extends SegliftError {
   }
 }
 
+/**
+ * The segment is not the file that was judged ready (a job's recorded size, mtime and inode): a
+ * copy still writing it, or a file put in its place. Never converted: what was judged ready is
+ * gone, and converting what is there now would swap out a file someone is still writing.
+ */
+export class SegmentChangedError extends SegliftError {
+  constructor(detail: string, context?: ErrorContext) {
+    super('SEGMENT_CHANGED', detail, context);
+  }
+}
+
 /** A path that does not resolve inside one of the configured roots (after `..` and symlinks). */
 export class PathOutsideRootsError extends SegliftError {
   readonly path: string;

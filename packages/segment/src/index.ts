@@ -32,6 +32,7 @@ export {
   NotASegmentError,
   OwnershipError,
   PathOutsideRootsError,
+  SegmentChangedError,
   SegmentIoError,
   StageDirError,
   toSegmentError,
@@ -89,6 +90,8 @@ export {
   type ReadinessRules,
   type ReadyScan,
   type ReadySegment,
+  segmentReady,
+  splitReady,
 } from './readiness.js';
 export {
   emptyReport,
@@ -117,8 +120,10 @@ export {
   type StageDir,
   type StageRecord,
   sourceIdentity,
+  stageOptionsKey,
   stagePartitionDir,
 } from './stage.js';
+export { type TargetFormatOptions, type TargetFormatVerdict, targetFormatOf } from './target-format.js';
 export {
   commitStage,
   prepareStage,

@@ -6,7 +6,7 @@ import { type ConvertOptions, convertSegment } from './convert.js';
 import { findPartitionSegments, type IgnoredDir, type SegmentFile } from './discovery.js';
 import { PathOutsideRootsError } from './errors.js';
 import { ConversionPool, conversionThreadPath } from './pool.js';
-import { newestSegmentReady, type ReadinessRules } from './readiness.js';
+import { type ReadinessRules, splitReady } from './readiness.js';
 import { emptyReport, type RunSummary, type SegmentReport, summarize } from './report.js';
 import { realPathWithinRoots } from './roots.js';
 
@@ -23,8 +23,9 @@ export interface MigrateOptions
   includeActive?: boolean;
   /**
    * The watcher's readiness rules instead of includeActive (readiness.ts): in an archive
-   * (`requireRolled: false`) each partition's newest segment is converted once unchanged for
-   * `quietMs`, and otherwise reported skipped, 'still-changing'.
+   * (`requireRolled: false`) each segment is converted once its .log has been unchanged for
+   * `quietMs` (a copy may still be writing any of them), and otherwise reported skipped,
+   * 'still-changing'.
    */
   readiness?: ReadinessRules;
   /** Parallel conversions (default: all cores). */
@@ -89,17 +90,15 @@ export async function plan(dirs: string[], options: MigrateOptions): Promise<Pla
           );
         });
       p.partitions++;
-      const newest = part.active;
-      if (newest === undefined || newestSegmentReady(newest, rules, now)) {
-        p.todo.push(...part.segments);
-        continue;
+      const { ready, notReady } = splitReady(part.segments, rules, now);
+      p.todo.push(...ready);
+      for (const s of notReady) {
+        const r = emptyReport(s.path);
+        r.result = 'skipped';
+        r.reason = rules.requireRolled ? 'active-segment' : 'still-changing';
+        r.bytesIn = s.size;
+        p.skipped.push(r);
       }
-      p.todo.push(...part.segments.slice(0, -1));
-      const r = emptyReport(newest.path);
-      r.result = 'skipped';
-      r.reason = rules.requireRolled ? 'active-segment' : 'still-changing';
-      r.bytesIn = newest.size;
-      p.skipped.push(r);
     }
   }
   return p;

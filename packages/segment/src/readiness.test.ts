@@ -84,6 +84,25 @@ describe('evaluatePartition', () => {
     expect(later.notReady).toBe(0);
   });
 
+  it('archive: an older segment still being copied (written after the newest) is not ready until quiet for quietMs', async () => {
+    // A parallel copy finished the newest segment first and is still writing an older one.
+    const copying = partition(join(tmp, 'eval', 'copying-0'), [[seg(0)], [seg(100), 1000], [seg(250)]]);
+    const names = [seg(0), seg(100), seg(250)];
+    const early = await evaluatePartition(copying, names, archive, NOW);
+    expect(early.ready.map((r) => r.path)).toEqual([join(copying, seg(0)), join(copying, seg(250))]);
+    expect(early.notReady).toBe(1);
+    expect(early.recheckAt).toBe(NOW - 1000 + 60_000 + 1);
+    const later = await evaluatePartition(copying, names, archive, NOW + 59_000);
+    expect(later.ready.map((r) => r.path)).toEqual(names.map((n) => join(copying, n)));
+    // A live broker's log dir: a rolled segment is ready at once (Kafka never appends to it).
+    const liveDir = await evaluatePartition(copying, names, live, NOW);
+    expect(liveDir.ready.map((r) => r.path)).toEqual([join(copying, seg(0)), join(copying, seg(100))]);
+    // The scan of the roots decides by the same rule.
+    const scan = await scanRoots([copying], archive, { now: NOW });
+    expect(scan.ready.map((r) => r.path)).toEqual([join(copying, seg(0)), join(copying, seg(250))]);
+    expect(scan.notReady).toBe(1);
+  });
+
   it('handles a single segment and an empty dir', async () => {
     expect((await evaluatePartition(dir, [seg(0)], live, NOW)).ready).toEqual([]);
     expect(await evaluatePartition(dir, [], live, NOW)).toEqual({ ready: [], notReady: 0 });

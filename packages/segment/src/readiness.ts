@@ -1,9 +1,11 @@
 /**
- * Which segments are ready to convert: the rules the watcher queues by (and that decide what an
- * archive's newest segment is). A segment with a newer segment beside it has been rolled: Kafka
- * never appends to it again. The newest one is the active segment and is never ready on a live
- * broker's log dir; in an archive (`requireRolled: false`) it is ready once its mtime is
- * `quietMs` old.
+ * Which segments are ready to convert: the rules the watcher queues by, and that migrate and audit
+ * apply too. On a live broker's log dir a segment with a newer segment beside it has been rolled:
+ * Kafka never appends to it again; the newest one is the active segment and is never ready. In an
+ * archive (`requireRolled: false`) no broker appends, but a copy may still be writing any segment
+ * (parallel rsync and object-store downloads write files out of order): every segment is ready
+ * once its `.log` mtime is `quietMs` old (every write moves the mtime, so its size has not changed
+ * either), whatever its place in the partition.
  */
 import path from 'node:path';
 import { listSegments, type WalkOptions, type WalkResult, walkLogDirs } from './discovery.js';
@@ -12,7 +14,7 @@ import { BACKUP_DIR_MARKER, notAPartitionLog } from './names.js';
 export interface ReadinessRules {
   /** Live broker dirs: only segments with a newer segment beside them are ready. */
   requireRolled: boolean;
-  /** Archive mode: the newest segment is ready once unchanged for this long. */
+  /** Archive mode: a segment is ready once its .log has been unchanged for this long. */
   quietMs: number;
 }
 
@@ -25,22 +27,63 @@ export interface ReadySegment {
 
 export interface PartitionVerdict {
   ready: ReadySegment[];
-  /** Segments seen but not ready (the active one, or an archive's newest one still changing). */
+  /** Segments seen but not ready (the active one, or an archive's segments still changing). */
   notReady: number;
-  /** When the newest segment of an archive becomes quiet enough to re-check (epoch ms). */
+  /** When the first of an archive's segments still changing becomes quiet enough to re-check (epoch ms). */
   recheckAt?: number;
+}
+
+/** Whether a `.log` last written at `mtimeMs` has been unchanged for `quietMs` at `now`. */
+function quiet(mtimeMs: number, quietMs: number, now: number): boolean {
+  // quietMs 0 (--include-active) waits for nothing, even for a file written this millisecond
+  // (its mtime has sub-millisecond digits the clock's `now` lacks) or stamped in the future.
+  return quietMs === 0 || now - mtimeMs >= quietMs;
 }
 
 /**
  * Whether a partition's newest segment is ready: never on a live broker's log dir (it is the
- * active segment), in an archive once its .log has been unchanged for `quietMs` (a copy may still
- * be writing it). Every older segment is always ready. The watcher and `migrate` both decide by it.
+ * active segment), in an archive once its .log has been unchanged for `quietMs`.
  */
 export function newestSegmentReady(newest: { mtimeMs: number }, rules: ReadinessRules, now: number): boolean {
-  if (rules.requireRolled) return false;
-  // quietMs 0 (--include-active) waits for nothing, even for a file written this millisecond
-  // (its mtime has sub-millisecond digits the clock's `now` lacks) or stamped in the future.
-  return rules.quietMs === 0 || now - newest.mtimeMs >= rules.quietMs;
+  return !rules.requireRolled && quiet(newest.mtimeMs, rules.quietMs, now);
+}
+
+/**
+ * Whether one segment of a partition is ready (`newest`: it has the highest base offset): on a
+ * live broker's log dir every rolled one; in an archive every one whose .log has been unchanged
+ * for `quietMs`, older ones too (a copy writes files in any order).
+ */
+export function segmentReady(
+  segment: { mtimeMs: number },
+  newest: boolean,
+  rules: ReadinessRules,
+  now: number,
+): boolean {
+  return rules.requireRolled ? !newest : quiet(segment.mtimeMs, rules.quietMs, now);
+}
+
+/**
+ * A partition's segments (by base offset) split by `segmentReady`, with when the first one not
+ * ready in an archive is worth checking again. The watcher, `migrate` and `audit` all decide by it.
+ */
+export function splitReady<S extends { mtimeMs: number }>(
+  segments: readonly S[],
+  rules: ReadinessRules,
+  now: number,
+): { ready: S[]; notReady: S[]; recheckAt?: number } {
+  const out: { ready: S[]; notReady: S[]; recheckAt?: number } = { ready: [], notReady: [] };
+  segments.forEach((s, i) => {
+    if (segmentReady(s, i === segments.length - 1, rules, now)) {
+      out.ready.push(s);
+      return;
+    }
+    out.notReady.push(s);
+    if (!rules.requireRolled) {
+      const at = Math.trunc(s.mtimeMs) + rules.quietMs + 1;
+      out.recheckAt = Math.min(out.recheckAt ?? at, at);
+    }
+  });
+  return out;
 }
 
 /** The ready segments of one partition directory; `names` are its entries (any order). */
@@ -55,15 +98,10 @@ export async function evaluatePartition(
   if (notAPartitionLog(path.basename(dir)) || names.includes(BACKUP_DIR_MARKER)) return verdict;
   const segments = await listSegments(dir, names);
   if (segments.length === 0) return verdict;
-  const newest = segments[segments.length - 1];
-  for (const s of segments.slice(0, -1))
-    verdict.ready.push({ path: s.path, size: s.size, mtimeMs: s.mtimeMs });
-  if (newestSegmentReady(newest, rules, now)) {
-    verdict.ready.push({ path: newest.path, size: newest.size, mtimeMs: newest.mtimeMs });
-  } else {
-    verdict.notReady++;
-    if (!rules.requireRolled) verdict.recheckAt = Math.trunc(newest.mtimeMs) + rules.quietMs + 1;
-  }
+  const split = splitReady(segments, rules, now);
+  for (const s of split.ready) verdict.ready.push({ path: s.path, size: s.size, mtimeMs: s.mtimeMs });
+  verdict.notReady = split.notReady.length;
+  if (split.recheckAt !== undefined) verdict.recheckAt = split.recheckAt;
   return verdict;
 }
 

@@ -224,19 +224,21 @@ describe('seglift audit', () => {
     expect(m.stderr.split('\n')[0]).toBe(`error: no Kafka segments under ${empty}`);
   });
 
-  it("follows the archive switch (readiness.requireRolled false): an archive's newest segment counts once quiet", async () => {
+  it("follows the archive switch (readiness.requireRolled false): an archive's segments count once quiet, older ones too", async () => {
     const dir = logDir();
     const config = path.join(tmpDir(), 'archive.yaml');
     writeFileSync(config, 'readiness:\n  requireRolled: false\n  quietMs: 600000\n');
-    // Just written: still changing, left alone as migrate would leave it.
+    // Just written (a copy may still be writing any of them): left alone as migrate would leave them.
     const fresh = await run(['audit', dir, '--codec', 'none', '--config', config, '--json']);
     expect(lines(fresh.stdout).map((l) => JSON.parse(l))[0]).toMatchObject({
-      convertSegments: 1,
-      leftAloneSegments: 1,
+      convertSegments: 0,
+      leftAloneSegments: 2,
     });
-    // Unchanged for longer than quietMs: converted, as the watcher would queue it.
+    // Unchanged for longer than quietMs: converted, as the watcher would queue them.
     const old = new Date(Date.now() - 3_600_000);
-    for (const p of ['t-0', 't-1']) utimesSync(path.join(dir, p, '00000000000000000002.log'), old, old);
+    for (const p of ['t-0', 't-1'])
+      for (const s of ['00000000000000000000.log', '00000000000000000002.log'])
+        utimesSync(path.join(dir, p, s), old, old);
     const quiet = await run(['audit', dir, '--codec', 'none', '--config', config]);
     expect(quiet.stdout).toContain(
       'migrate --codec none would rewrite 3 segments (239 B) to about 303 B; an archive: the newest segment of each partition once unchanged for 10 min. 1 segment is none v2 already.',

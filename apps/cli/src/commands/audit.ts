@@ -8,9 +8,9 @@ import {
   type IgnoredDir,
   inspectEntry,
   needsRewrite,
-  newestSegmentReady,
   parsePartitionDirName,
   type ReadinessRules,
+  splitReady,
 } from '@seglift/segment';
 import { flag, intOpt, parse, requirePositionals } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
@@ -212,13 +212,12 @@ async function auditTargets(
   const audits: PartitionAudit[] = [];
   for (const p of partitions) {
     const tp = parsePartitionDirName(path.basename(p.dir));
-    const newest = p.segments.at(-1);
     // A segment named on the command line is audited as convert treats it: converted. Of a
-    // directory, the newest segment as migrate treats it (the active segment, or an archive's).
-    const leftAlone =
-      !p.namedFile && newest !== undefined && !newestSegmentReady(newest, rules, now)
-        ? newest.path
-        : undefined;
+    // directory, the segments as migrate treats them (the active segment, or an archive's still
+    // changing ones).
+    const leftAlone = new Set(
+      p.namedFile ? [] : splitReady(p.segments, rules, now).notReady.map((s) => s.path),
+    );
     audits.push(
       await auditPartition(
         {
@@ -253,8 +252,8 @@ interface PartitionDir {
   segments: { path: string; size: number }[];
   /** The active (newest) segment. */
   activePath?: string;
-  /** The segment migrate would leave alone (the active one, or an archive's still changing). */
-  leftAlone?: string;
+  /** The segments migrate would leave alone (the active one, or an archive's still changing). */
+  leftAlone: ReadonlySet<string>;
 }
 
 async function auditPartition(
@@ -278,7 +277,7 @@ async function auditPartition(
     legacyBytes: 0,
     bytesByFormat: {},
     activeSegment: p.activePath ?? '',
-    leftAloneSegments: p.leftAlone === undefined ? 0 : 1,
+    leftAloneSegments: p.leftAlone.size,
     convertSegments: 0,
     convertBytes: 0,
     estimatedBytesAfter: 0,
@@ -320,7 +319,7 @@ async function auditPartition(
         if (!needsRewrite(info, target)) continue;
         changeable += e.size;
         if (segSampleIn >= perSegmentSample) continue;
-        if (seg.path !== p.leftAlone) sample.offer(e.bytes, e.magic);
+        if (!p.leftAlone.has(seg.path)) sample.offer(e.bytes, e.magic);
         segSampleIn += e.size;
         rewritten.add(e.bytes, e.magic);
       }
@@ -345,7 +344,7 @@ async function auditPartition(
     a.sampledBytes += segSampleIn;
     sampleIn += segSampleIn;
     sampleOut += segSampleOut;
-    if (changeable > 0 && seg.path !== p.leftAlone) {
+    if (changeable > 0 && !p.leftAlone.has(seg.path)) {
       a.convertSegments++;
       a.convertBytes += segBytes;
       pending.push({

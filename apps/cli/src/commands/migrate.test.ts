@@ -92,27 +92,36 @@ describe('seglift migrate', () => {
     );
   });
 
-  it('follows the archive switch (readiness.requireRolled false): each newest segment once unchanged for quietMs', async () => {
+  it('follows the archive switch (readiness.requireRolled false): each segment, older ones too, once unchanged for quietMs', async () => {
     const dir = logDir();
     const config = path.join(tmpDir(), 'archive.yaml');
     writeFileSync(config, 'readiness:\n  requireRolled: false\n  quietMs: 600000\n');
-    const newest0 = path.join(dir, 'orders-0', '00000000000000000020.log');
+    const seg = (p: string, base: string) => path.join(dir, p, `000000000000000000${base}.log`);
     const old = new Date(Date.now() - 3_600_000);
-    utimesSync(newest0, old, old);
+    for (const base of ['00', '10', '20']) utimesSync(seg('orders-0', base), old, old);
+    // orders-1: a copy that wrote the files out of order is still writing an older segment.
+    for (const base of ['00', '20']) utimesSync(seg('orders-1', base), old, old);
     const r = await run(['migrate', dir, '--config', config, '--concurrency', '1', '--json']);
     expect(r.code, r.stderr).toBe(0);
     const reports = lines(r.stdout)
       .map((l) => JSON.parse(l))
       .filter((o) => o.type === 'segment');
-    // orders-0's newest has been quiet for an hour: converted. orders-1's was just written (a copy
-    // may still be writing it): left alone, and the report says why.
-    expect(reports.find((o) => o.path === newest0)).toMatchObject({ result: 'converted' });
-    expect(
-      reports.find((o) => o.path === path.join(dir, 'orders-1', '00000000000000000020.log')),
-    ).toMatchObject({
-      result: 'skipped',
-      reason: 'still-changing',
-    });
+    const result = (p: string, base: string) => {
+      const o = reports.find((x) => x.path === seg(p, base));
+      return `${o?.result} ${o?.reason ?? ''}`.trim();
+    };
+    // Quiet for an hour: converted, the newest segment included.
+    expect(['00', '10', '20'].map((b) => result('orders-0', b))).toEqual([
+      'converted',
+      'converted',
+      'converted',
+    ]);
+    // Just written (a copy may still be writing it): left alone, and the report says why.
+    expect(['00', '10', '20'].map((b) => result('orders-1', b))).toEqual([
+      'converted',
+      'skipped still-changing',
+      'converted',
+    ]);
     const text = await run(['migrate', dir, '--config', config, '--quiet']);
     expect(text.stdout).toMatch(
       /settings: .*archive: newest segments once unchanged for 600000 ms \(readiness\.requireRolled false, file .*archive\.yaml\)/,

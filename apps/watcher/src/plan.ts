@@ -1,0 +1,196 @@
+/**
+ * What the watcher queues for each ready segment, by its log dir: a log dir whose Kafka `.lock` is
+ * held is a running broker's, and a swap under a running broker is exactly what seglift must never
+ * do. So there the watcher only prepares (a two-phase migration's first step, into the stage dir:
+ * nothing in the log dir written), and the commit is the operator's, with the broker stopped
+ * (`seglift migrate <log dir> --commit`). Without a stage dir nothing is queued there.
+ */
+import { stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { type Config, pipelineOptions } from '@seglift/config';
+import type { Logger } from '@seglift/observability';
+import { fileStateOf, type SegmentJobData } from '@seglift/queue';
+import {
+  logDirLockHolder,
+  openStageDir,
+  type ReadySegment,
+  readStageRecord,
+  resolveWithinRoots,
+  SegmentFiles,
+  type StageDir,
+  sourceIdentity,
+  stageOptionsKey,
+  stagePartitionDir,
+  walkLogDirs,
+} from '@seglift/segment';
+
+/** Where a log dir's jobs go. */
+export type Placement =
+  | { kind: 'in-place' }
+  | { kind: 'prepare'; stage: StageDir }
+  | { kind: 'refused'; reason: string };
+
+export interface PlannedJobs {
+  jobs: SegmentJobData[];
+  /** Prepare: segments the stage already holds for the file as it is. */
+  alreadyStaged: number;
+  /** Changed or gone since the readiness scan saw them: judged again at the next one. */
+  changed: number;
+  /** Log dirs where nothing was queued, and why. */
+  refused: Map<string, string>;
+  /** Log dirs of a running broker (prepare only). */
+  held: Set<string>;
+  /** Every segment planned (queued or already done), and its stage when it is prepared. */
+  segments: Array<{ path: string; queued: SegmentJobData; stage?: StageDir }>;
+}
+
+/** The log dir of a segment: its partition directory's parent (where Kafka keeps `.lock`). */
+export function logDirOf(segmentPath: string): string {
+  return dirname(dirname(segmentPath));
+}
+
+export class JobPlanner {
+  /**
+   * Log dirs seen held. A daemon keeps them prepare-only for its life: a broker restarted in a
+   * rolling restart frees `.lock` for a minute, and converting in place then would keep it from
+   * starting (the worker holds `.lock` while it swaps) and throw the stage's work away.
+   */
+  private readonly held = new Set<string>();
+  /** The one log dir the stage dir serves (a stage dir's layout is one log dir's). */
+  private stageServes: string | undefined;
+  private stage: StageDir | undefined;
+  /** Segments seen staged, by path: the identity they were staged from (saves re-reading records). */
+  private readonly staged = new Map<string, string>();
+
+  constructor(
+    private readonly config: Config,
+    private readonly logger?: Logger,
+  ) {}
+
+  /** Where the jobs of `logDir` go now. */
+  async placement(logDir: string): Promise<Placement> {
+    let holder: { pid: number } | undefined;
+    try {
+      holder = logDirLockHolder(logDir);
+    } catch (err) {
+      // Cannot tell (an unreadable .lock): treated as a running broker's, the side that writes nothing there.
+      this.logger?.warn({ err, logDir }, 'cannot probe the log dir lock: treating it as a running broker');
+      holder = { pid: 0 };
+    }
+    if (holder === undefined && !this.held.has(logDir)) return { kind: 'in-place' };
+    this.held.add(logDir);
+    const by = holder !== undefined && holder.pid > 0 ? ` by pid ${holder.pid}` : '';
+    const running = `log dir ${logDir} belongs to a running Kafka broker (its .lock is held${by})`;
+    const stageDir = this.config.stageDir;
+    if (stageDir === undefined) {
+      return {
+        kind: 'refused',
+        reason: `${running}: nothing is converted in place beside it; set stageDir (--stage-dir, SEGLIFT_STAGE_DIR) to prepare its segments into a stage dir, or stop the broker`,
+      };
+    }
+    if (this.stageServes !== undefined && this.stageServes !== logDir) {
+      return {
+        kind: 'refused',
+        reason: `${running}: the stage dir ${stageDir} serves the log dir ${this.stageServes} (a stage dir serves one log dir): run one watcher per log dir of a running broker, each with its own --stage-dir`,
+      };
+    }
+    let stage: StageDir;
+    try {
+      stage = this.stage ?? (await openStageDir(stageDir, logDir, true));
+      // The workers write it: within their roots (the watcher's, the same settings), or every
+      // prepare job would fail there.
+      await resolveWithinRoots(stage.root, this.config.roots);
+    } catch (err) {
+      return { kind: 'refused', reason: `${running}: ${(err as Error).message}` };
+    }
+    this.stage = stage;
+    this.stageServes = logDir;
+    return { kind: 'prepare', stage };
+  }
+
+  /** Log dirs holding partitions under the roots (for the check at start). */
+  async logDirs(): Promise<string[]> {
+    const found = new Set<string>();
+    await walkLogDirs(
+      this.config.roots,
+      async (dir) => {
+        found.add(dirname(dir));
+      },
+      { realPaths: true },
+    );
+    return [...found].sort();
+  }
+
+  /** The stage options key of these settings (what a staged segment must have been made with). */
+  stageOptions(): string {
+    return JSON.stringify(stageOptionsKey(pipelineOptions(this.config)));
+  }
+
+  /** The jobs for `ready` (one readiness scan's), each naming the file as it is now. */
+  async jobsFor(ready: readonly ReadySegment[]): Promise<PlannedJobs> {
+    const out: PlannedJobs = {
+      jobs: [],
+      alreadyStaged: 0,
+      changed: 0,
+      refused: new Map(),
+      held: new Set(),
+      segments: [],
+    };
+    const placements = new Map<string, Placement>();
+    const options = this.stageOptions();
+    for (const r of ready) {
+      const st = await stat(r.path, { bigint: true }).catch(() => undefined);
+      const state = st === undefined ? undefined : fileStateOf(r.path, st);
+      // The scan judged the file it saw: one written since is judged again (and quiet) first.
+      if (state === undefined || state.size !== r.size || state.mtimeMs !== r.mtimeMs) {
+        out.changed++;
+        continue;
+      }
+      const logDir = logDirOf(r.path);
+      let p = placements.get(logDir);
+      if (p === undefined) {
+        p = await this.placement(logDir);
+        placements.set(logDir, p);
+      }
+      if (p.kind === 'refused') {
+        out.refused.set(logDir, p.reason);
+        continue;
+      }
+      if (p.kind === 'in-place') {
+        out.jobs.push(state);
+        out.segments.push({ path: r.path, queued: state });
+        continue;
+      }
+      out.held.add(logDir);
+      const job: SegmentJobData = { ...state, mode: 'prepare', stageDir: p.stage.root };
+      out.segments.push({ path: r.path, queued: job, stage: p.stage });
+      if (await this.isStaged(p.stage, r.path, options)) out.alreadyStaged++;
+      else out.jobs.push(job);
+    }
+    return out;
+  }
+
+  /**
+   * Whether the stage holds `logPath` converted from the file as it is now (device, inode, size,
+   * mtime in ns) with these options. The commit checks again, samples too, before it swaps.
+   */
+  async isStaged(stage: StageDir, logPath: string, options: string): Promise<boolean> {
+    const files = SegmentFiles.ofLog(logPath);
+    const now = await sourceIdentity(logPath).catch(() => undefined);
+    if (files === undefined || now === undefined) return false;
+    const key = `${now.dev}:${now.ino}:${now.size}:${now.mtimeNs}:${options}`;
+    if (this.staged.get(logPath) === key) return true;
+    const record = await readStageRecord(stagePartitionDir(stage, files.dir), files.baseOffset);
+    const s = record?.source;
+    const staged =
+      s !== undefined &&
+      s.dev === now.dev &&
+      s.ino === now.ino &&
+      s.size === now.size &&
+      s.mtimeNs === now.mtimeNs &&
+      JSON.stringify(record!.options) === options;
+    if (staged) this.staged.set(logPath, key);
+    else this.staged.delete(logPath);
+    return staged;
+  }
+}
