@@ -3,13 +3,22 @@
  * inside the worker's root), or a segment with a second hard link, fails at once by name and
  * leaves the file as it was (docs/reliability.md §16.7). The real conversion pool, a real Redis.
  */
-import { linkSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '@seglift/config';
 import { createLogger } from '@seglift/observability';
-import { createRedis, SEGMENT_JOB_NAME } from '@seglift/queue';
+import { createRedis, fileStateOf, SEGMENT_JOB_NAME } from '@seglift/queue';
 import { built, needs, redisServer, startRedis, type TestRedis } from '@seglift/testkit';
 import { Queue, QueueEvents } from 'bullmq';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -62,7 +71,11 @@ needs(redisServer, dist).describe('seglift-worker: backups and hard links are ne
     const w = await startWorker({ config, logger: createLogger({ name: 'test', level: 'silent' }) });
     try {
       const jobs = [inBackup, linked].map((p, i) =>
-        queue.add(SEGMENT_JOB_NAME, { path: p, size: 1, mtimeMs: 1 }, { jobId: `j${i}`, attempts: 3 }),
+        // The file as it is: the job-state check passes, so the path rules are what refuse it.
+        queue.add(SEGMENT_JOB_NAME, fileStateOf(p, statSync(p, { bigint: true })), {
+          jobId: `j${i}`,
+          attempts: 3,
+        }),
       );
       const results = await Promise.all(
         jobs.map(async (j) =>
