@@ -10,7 +10,17 @@
  * The descriptor is a plain fd (never a FileHandle, which Node closes when it is collected: that
  * would drop the lock in the middle of a migration).
  */
-import { closeSync, constants, fchownSync, fstatSync, openSync, realpathSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fchownSync,
+  fstatSync,
+  lstatSync,
+  openSync,
+  realpathSync,
+  statSync,
+  unlinkSync,
+} from 'node:fs';
 import path from 'node:path';
 import { LogDirLockedError, SegmentIoError } from './errors.js';
 import { lockHolder, tryLockWholeFile } from './libc.js';
@@ -30,8 +40,8 @@ export function logDirLockPath(logDir: string): string {
 
 /**
  * Takes `<logDir>/.lock` as Kafka does, creating it when absent (a broker that stopped cleanly
- * deletes it). A created `.lock` gets the log dir's owner and group, so that the broker's user can
- * open it for writing when it starts. Throws `LogDirLockedError` when someone else holds it.
+ * deletes it) and deleting it again on release. A created `.lock` gets the log dir's owner and
+ * group, so that the broker's user can open it for writing when it starts. Throws `LogDirLockedError` when someone else holds it.
  */
 export function acquireLogDirLock(logDir: string): LogDirLock {
   const lockPath = logDirLockPath(logDir);
@@ -75,6 +85,17 @@ export function acquireLogDirLock(logDir: string): LogDirLock {
     release() {
       if (!held) return;
       held = false;
+      // One we created goes again, as a broker's clean shutdown deletes its own: the log dir is
+      // left as it was found. Unlinked while still locked (Kafka unlocks first), so whoever opened
+      // it meanwhile was refused, and only while the name is still this file.
+      if (created) {
+        try {
+          const [own, now] = [fstatSync(fd), lstatSync(lockPath)];
+          if (own.ino === now.ino && own.dev === now.dev) unlinkSync(lockPath);
+        } catch {
+          // Gone already, or a read-only dir: a leftover .lock is harmless to a broker.
+        }
+      }
       closeSync(fd);
     },
   };
