@@ -7,7 +7,6 @@
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
 import { type FsOp, observeFsOps } from './fsops.js';
