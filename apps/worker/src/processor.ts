@@ -5,6 +5,7 @@ import { childLogger, type Logger, recordSegmentReport, type SegliftMetrics } fr
 import { markDone, type PartitionLease, partitionLeaseKey, SegmentJobSchema, tryLease } from '@seglift/queue';
 import {
   type ConvertOptions,
+  holdLogDirLock,
   isActiveSegment,
   openStageDir,
   resolveWithinRoots,
@@ -200,17 +201,24 @@ export function createProcessor(deps: ProcessorDeps) {
               dirname(logPath),
             ),
           };
-    return deps.convert(logPath, {
-      ...pipeline,
-      ...where,
-      signal: anyOf([deps.shutdown, lease.lost, bullSignal]),
-      onProgress: (bytesDone, bytesTotal) => {
-        const now = Date.now();
-        if (now - lastProgress < 500) return;
-        lastProgress = now;
-        // Not awaited: during a Redis outage this would block the conversion.
-        job.updateProgress({ bytesDone, bytesTotal: bytesTotal ?? size }).catch(() => {});
-      },
-    });
+    // In place: the log dir's .lock, as a broker holds it, for the whole conversion (shared by
+    // this process's jobs; a broker holding it refuses the job: classify.ts).
+    const logDirLock = stageDir === undefined ? holdLogDirLock(dirname(dirname(logPath))) : undefined;
+    try {
+      return await deps.convert(logPath, {
+        ...pipeline,
+        ...where,
+        signal: anyOf([deps.shutdown, lease.lost, bullSignal]),
+        onProgress: (bytesDone, bytesTotal) => {
+          const now = Date.now();
+          if (now - lastProgress < 500) return;
+          lastProgress = now;
+          // Not awaited: during a Redis outage this would block the conversion.
+          job.updateProgress({ bytesDone, bytesTotal: bytesTotal ?? size }).catch(() => {});
+        },
+      });
+    } finally {
+      logDirLock?.release();
+    }
   }
 }
