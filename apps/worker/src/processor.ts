@@ -7,6 +7,7 @@ import {
   type ConvertOptions,
   holdLogDirLock,
   isActiveSegment,
+  LogDirLockedError,
   openStageDir,
   resolveWithinRoots,
   type SegmentReport,
@@ -14,7 +15,7 @@ import {
 } from '@seglift/segment';
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { toJobError } from './classify.js';
+import { classifyError, toJobError } from './classify.js';
 
 /** How the worker converts a segment: the conversion pool's convert (tests pass their own). */
 export type ConvertFn = (logPath: string, options: ConvertOptions) => Promise<SegmentReport>;
@@ -141,6 +142,15 @@ export function createProcessor(deps: ProcessorDeps) {
       } catch (err) {
         // The pool reports failures; a converter that throws (a test's, or a bug) is classified.
         await requeueIfShuttingDown();
+        // Another seglift works in this log dir (its .lock; a broker's fails the job): come back
+        // later without using an attempt, as for a leased partition.
+        if (err instanceof LogDirLockedError && classifyError(err) === 'transient') {
+          await job.moveToDelayed(
+            Date.now() + (deps.lockedRetryMs ?? 500) + Math.floor(Math.random() * 250),
+            token,
+          );
+          throw new DelayedError();
+        }
         throw toJobError(err);
       }
       if (report.result === 'failed') {

@@ -296,7 +296,7 @@ needs(redisServer).describe('worker with a real Redis', () => {
     conn.disconnect();
   });
 
-  it("an in-place job while another seglift holds the log dir's .lock is retried, and converts once it is free", async () => {
+  it("an in-place job while another seglift holds the log dir's .lock is delayed without using an attempt, and converts once it is free", async () => {
     const { config, dir, conn, queue, events } = setup([seg(0), seg(10)]);
     const calls: string[] = [];
     const convert: ConvertFn = async (p) => {
@@ -304,13 +304,18 @@ needs(redisServer).describe('worker with a real Redis', () => {
       return report(p, { result: 'skipped', reason: 'already-target-codec' });
     };
     const other = acquireLogDirLock(root);
-    const w = await startWorker({ config, logger, convert });
+    const w = await startWorker({ config, logger, convert, lockedRetryMs: 20 });
     const job = await add(queue, config, { path: join(dir, seg(0)), size: 1, mtimeMs: 1 });
     try {
-      for (let i = 0; i < 500 && ((await queue.getJob(job.id!))?.attemptsMade ?? 0) < 1; i++)
-        await new Promise((r) => setTimeout(r, 10));
-      // One attempt refused (transient: retried with the backoff), nothing converted.
-      expect((await queue.getJob(job.id!))?.attemptsMade).toBeGreaterThanOrEqual(1);
+      let state = '';
+      for (let i = 0; i < 500 && state !== 'delayed'; i++) {
+        state = (await (await queue.getJob(job.id!))?.getState()) ?? '';
+        if (state !== 'delayed') await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(state).toBe('delayed');
+      await new Promise((r) => setTimeout(r, 200));
+      // Refused and delayed, without using an attempt (the other run may take long); nothing converted.
+      expect(await queue.getJob(job.id!)).toMatchObject({ attemptsMade: 0 });
       expect(calls).toEqual([]);
     } finally {
       other.release();

@@ -10,17 +10,7 @@
  * The descriptor is a plain fd (never a FileHandle, which Node closes when it is collected: that
  * would drop the lock in the middle of a migration).
  */
-import {
-  closeSync,
-  constants,
-  fchownSync,
-  fstatSync,
-  lstatSync,
-  openSync,
-  realpathSync,
-  statSync,
-  unlinkSync,
-} from 'node:fs';
+import { closeSync, constants, fchownSync, fstatSync, openSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { LogDirLockedError, SegmentIoError } from './errors.js';
 import { lockHolder, tryLockWholeFile } from './libc.js';
@@ -40,8 +30,10 @@ export function logDirLockPath(logDir: string): string {
 
 /**
  * Takes `<logDir>/.lock` as Kafka does, creating it when absent (a broker that stopped cleanly
- * deletes it) and deleting it again on release. A created `.lock` gets the log dir's owner and
- * group, so that the broker's user can open it for writing when it starts. Throws `LogDirLockedError` when someone else holds it.
+ * deletes it). A created `.lock` gets the log dir's owner and group, so that the broker's user can
+ * open it for writing when it starts. It is left in place on release: deleting it would let a
+ * process that opened it just before lock the unlinked file while the next one locks a new one
+ * (two holders; the worker takes and releases it per job), and a broker opens an existing one. Throws `LogDirLockedError` when someone else holds it.
  */
 export function acquireLogDirLock(logDir: string): LogDirLock {
   const lockPath = logDirLockPath(logDir);
@@ -52,8 +44,18 @@ export function acquireLogDirLock(logDir: string): LogDirLock {
       fd = openSync(lockPath, constants.O_RDWR | constants.O_NOFOLLOW);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      fd = openSync(lockPath, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
-      created = true;
+      try {
+        fd = openSync(
+          lockPath,
+          constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+          0o644,
+        );
+        created = true;
+      } catch (again) {
+        // Another process created it meanwhile (a broker starting, another seglift).
+        if ((again as NodeJS.ErrnoException).code !== 'EEXIST') throw again;
+        fd = openSync(lockPath, constants.O_RDWR | constants.O_NOFOLLOW);
+      }
     }
   } catch (err) {
     throw new SegmentIoError(
@@ -85,17 +87,6 @@ export function acquireLogDirLock(logDir: string): LogDirLock {
     release() {
       if (!held) return;
       held = false;
-      // One we created goes again, as a broker's clean shutdown deletes its own: the log dir is
-      // left as it was found. Unlinked while still locked (Kafka unlocks first), so whoever opened
-      // it meanwhile was refused, and only while the name is still this file.
-      if (created) {
-        try {
-          const [own, now] = [fstatSync(fd), lstatSync(lockPath)];
-          if (own.ino === now.ino && own.dev === now.dev) unlinkSync(lockPath);
-        } catch {
-          // Gone already, or a read-only dir: a leftover .lock is harmless to a broker.
-        }
-      }
       closeSync(fd);
     },
   };

@@ -136,7 +136,8 @@ describe('seglift migrate', () => {
 /** Every file under `dir` by relative path, with its bytes. */
 function snapshot(dir: string): Map<string, string> {
   const out = new Map<string, string>();
-  for (const part of readdirSync(dir)) {
+  // Partition dirs only: a log dir's `.lock` is the broker's (seglift takes it too).
+  for (const part of readdirSync(dir).filter((d) => statSync(path.join(dir, d)).isDirectory())) {
     for (const f of readdirSync(path.join(dir, part)))
       out.set(`${part}/${f}`, readFileSync(path.join(dir, part, f)).toString('base64'));
   }
