@@ -8,7 +8,8 @@ ARG NODE_IMAGE=node:22-bookworm-slim
 
 # ---- build: full workspace, dev dependencies, native codec modules --------------------------
 FROM ${NODE_IMAGE} AS build
-# zstd-napi compiles with node-gyp; the other codec modules ship prebuilt binaries.
+# zstd-napi compiles with node-gyp; the other codec modules and koffi (the log dir lock's fcntl)
+# ship prebuilt binaries.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
@@ -34,7 +35,9 @@ RUN pnpm --filter=@seglift/cli --prod deploy --legacy /out/cli \
  && test -x /out/watcher/dist/seglift-watcher \
  && /out/cli/dist/seglift --version \
  && cd /out/cli && node --input-type=module -e "await import('@seglift/format')" \
- && cd /out/worker && node --input-type=module -e "await import('@seglift/format')"
+ && cd /out/worker && node --input-type=module -e "await import('@seglift/format')" \
+ && for app in cli worker; do (cd /out/$app && node --input-type=module -e \
+      "const s = await import('@seglift/segment'); s.logDirLockHolder('/tmp')") || exit 1; done
 
 # ---- runtime: production dependencies and dist only, non-root, read-only root friendly --------
 FROM ${NODE_IMAGE} AS runtime

@@ -277,16 +277,23 @@ describe.skipIf(missing !== undefined)('Kafka as the oracle', () => {
     return { logs, broker };
   }
 
-  async function migrate(logs: string, args: string[]) {
+  /** `brokerTried`: a broker is started (and refused) meanwhile; its controller writes its own metadata log. */
+  async function migrate(
+    logs: string,
+    args: string[],
+    env: Record<string, string> = {},
+    brokerTried = false,
+  ) {
     const metadataBefore = treeDigest(join(logs, '__cluster_metadata-0'));
-    const r = await seglift(['migrate', logs, '--json', '--quiet', ...args]);
+    const r = await seglift(['migrate', logs, '--json', '--quiet', ...args], env);
     expect(r.code, describeRun('seglift migrate', r)).toBe(0);
     expect(r.summary?.failed).toBe(0);
     expect(r.summary?.converted).toBeGreaterThan(20);
     // The KRaft metadata log is Kafka's own state, not a topic: seglift must leave it alone.
-    expect
-      .soft(treeDigest(join(logs, '__cluster_metadata-0')), '__cluster_metadata-0 untouched')
-      .toEqual(metadataBefore);
+    if (!brokerTried)
+      expect
+        .soft(treeDigest(join(logs, '__cluster_metadata-0')), '__cluster_metadata-0 untouched')
+        .toEqual(metadataBefore);
     return r;
   }
 
@@ -303,9 +310,34 @@ describe.skipIf(missing !== undefined)('Kafka as the oracle', () => {
     return h4.read(broker.bootstrap, out, READ_TOPICS);
   }
 
-  it('1+2: migrate --codec zstd --grouping kafka (closed segments): Kafka 4 serves every record as before', async () => {
+  it('1+2+21: migrate --codec zstd --grouping kafka (closed segments): a Kafka 4 started mid-migrate fails to take the log dir lock; after it Kafka 4 serves every record as before', async () => {
     const { logs, broker } = scenario('s1-zstd-kafka');
-    await migrate(logs, ['--codec', 'zstd', '--grouping', 'kafka']);
+    // The migrate is held right after its first segments' `.log.swap` renames (half-migrated
+    // partitions on disk) while a broker is started on the directory.
+    const hold = join(logs, '..', 'hold');
+    writeFileSync(hold, '');
+    const running = migrate(
+      logs,
+      ['--codec', 'zstd', '--grouping', 'kafka'],
+      { SEGLIFT_TEST_HOLD_AFTER: 'rename:.log.swap', SEGLIFT_TEST_HOLD_WHILE: hold },
+      true,
+    );
+    try {
+      const swapping = () =>
+        readdirSync(logs, { recursive: true }).some((f) => String(f).endsWith('.log.swap'));
+      await until(swapping, 120_000, 'the migrate to reach a swap');
+      await expect(broker.start('during-migrate')).rejects.toThrow(/the process exited/);
+      // Kafka's combined controller runs its own metadata log (in this log dir, never seglift's)
+      // before the broker's LogManager takes the lock; no partition log is loaded.
+      expect(broker.log()).not.toMatch(/Loading logs from log dirs|Completed load of Log\(/);
+      expect(broker.log()).toContain(
+        `Failed to acquire lock on file .lock in ${logs}. A Kafka instance in another process or thread is using this directory.`,
+      );
+      expect(swapping(), 'the migrate still held mid-swap').toBe(true);
+    } finally {
+      rmSync(hold);
+    }
+    await running;
     await servesAll(broker, 'after-migrate', join(logs, '..', 'served.jsonl'));
     await broker.stop();
   }, 300_000);
@@ -490,7 +522,7 @@ describe.skipIf(missing !== undefined)('Kafka as the oracle', () => {
     300_000,
   );
 
-  it('8: two-phase: --prepare while Kafka 4 runs and takes appends, --commit with it stopped: every record served, the appends too', async () => {
+  it('8+21: two-phase: --prepare while Kafka 4 runs and takes appends (migrate and --commit refused beside it, exit 2), --commit with it stopped: every record served, the appends too', async () => {
     const { logs, broker } = scenario('s8-two-phase');
     const stage = join(logs, '..', 'stage');
     const args = ['--codec', 'zstd', '--stage-dir', stage, '--json', '--quiet'];
@@ -500,6 +532,18 @@ describe.skipIf(missing !== undefined)('Kafka as the oracle', () => {
     expect(prepared.code, describeRun('seglift migrate --prepare', prepared)).toBe(0);
     expect(prepared.summary?.failed).toBe(0);
     expect(prepared.summary?.stage?.staged).toBeGreaterThan(20);
+    // What writes in the log dir is refused while the broker holds its .lock (issue 21).
+    for (const refusedArgs of [
+      ['--codec', 'zstd', '--quiet'],
+      ['--commit', ...args],
+    ]) {
+      const r = await seglift(['migrate', logs, ...refusedArgs]);
+      expect(r.code, describeRun(`seglift migrate ${refusedArgs[0]} beside Kafka 4`, r)).toBe(2);
+      expect(r.stderr).toMatch(
+        /^error\[LOG_DIR_LOCKED\]: log dir \S+ is locked by pid \d+: a Kafka broker \(or another seglift\) is running on it: stop it first, or use --prepare/m,
+      );
+      expect(r.stderr).toContain(`log dir ${logs} is locked by pid `);
+    }
     // The broker keeps taking writes after the prepare (into active segments, which stay v2).
     const APPENDED = 'v2-none';
     await h4.script(broker.bootstrap, join(logs, '..'), 'append', [

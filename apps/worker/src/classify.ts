@@ -54,6 +54,12 @@ export function classifyError(err: unknown): ErrorClass {
   const e = err as { code?: unknown; cause?: unknown } | null;
   const code = typeof e?.code === 'string' ? e.code : undefined;
   if (code !== undefined && PERMANENT_CODES.has(code)) return 'permanent';
+  // A log dir's .lock: a broker's (a pid, or 0 from another PID namespace) stays until an operator
+  // stops it; another seglift's (-1, an open-file-description lock) ends with its run.
+  if (code === 'LOG_DIR_LOCKED') {
+    const pid = (e as { holderPid?: unknown }).holderPid;
+    return typeof pid === 'number' && pid >= 0 ? 'permanent' : 'transient';
+  }
   if (code !== undefined && PERMANENT_ERRNO.has(code)) return 'permanent';
   // SegmentIoError ('IO') wraps a Node error: its cause decides.
   if (code === 'IO' && e?.cause !== undefined) {

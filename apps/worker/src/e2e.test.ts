@@ -35,8 +35,9 @@ const LEFTOVER = /\.(swap|cleaned|seglift-tmp|seglift-swap)$|\.seglift\.lock$/;
 
 function leftovers(root: string): string[] {
   const found: string[] = [];
-  for (const d of readdirSync(root))
-    for (const f of readdirSync(join(root, d))) if (LEFTOVER.test(f)) found.push(`${d}/${f}`);
+  // Partition dirs only: the log dir's `.lock` is Kafka's, taken by the workers too.
+  for (const d of readdirSync(root, { withFileTypes: true }).filter((e) => e.isDirectory()))
+    for (const f of readdirSync(join(root, d.name))) if (LEFTOVER.test(f)) found.push(`${d.name}/${f}`);
   return found;
 }
 
@@ -228,7 +229,10 @@ needs(redisServer, dist).describe('distributed mode end to end', () => {
     const watcher = run(WATCHER, ['--once', '--wait'], env);
     // A conversion is under way once its temp files exist.
     await until(
-      () => readdirSync(root).some((d) => readdirSync(join(root, d)).some((f) => f.endsWith('.seglift-tmp'))),
+      () =>
+        readdirSync(root, { withFileTypes: true }).some(
+          (d) => d.isDirectory() && readdirSync(join(root, d.name)).some((f) => f.endsWith('.seglift-tmp')),
+        ),
       30_000,
       'a conversion to start',
     );

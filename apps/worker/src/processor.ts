@@ -13,7 +13,9 @@ import {
 } from '@seglift/queue';
 import {
   type ConvertOptions,
+  holdLogDirLock,
   isActiveSegment,
+  LogDirLockedError,
   openStageDir,
   resolveWithinRoots,
   SegmentChangedError,
@@ -23,7 +25,7 @@ import {
 } from '@seglift/segment';
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { toJobError } from './classify.js';
+import { classifyError, toJobError } from './classify.js';
 
 /** How the worker converts a segment: the conversion pool's convert (tests pass their own). */
 export type ConvertFn = (logPath: string, options: ConvertOptions) => Promise<SegmentReport>;
@@ -198,6 +200,15 @@ export function createProcessor(deps: ProcessorDeps) {
       } catch (err) {
         // The pool reports failures; a converter that throws (a test's, or a bug) is classified.
         await requeueIfShuttingDown();
+        // Another seglift works in this log dir (its .lock; a broker's fails the job): come back
+        // later without using an attempt, as for a leased partition.
+        if (err instanceof LogDirLockedError && classifyError(err) === 'transient') {
+          await job.moveToDelayed(
+            Date.now() + (deps.lockedRetryMs ?? 500) + Math.floor(Math.random() * 250),
+            token,
+          );
+          throw new DelayedError();
+        }
         throw toJobError(err);
       }
       if (report.result === 'failed') {
@@ -264,17 +275,24 @@ export function createProcessor(deps: ProcessorDeps) {
               dirname(logPath),
             ),
           };
-    return deps.convert(logPath, {
-      ...pipeline,
-      ...where,
-      signal: anyOf([deps.shutdown, lease.lost, bullSignal]),
-      onProgress: (bytesDone, bytesTotal) => {
-        const now = Date.now();
-        if (now - lastProgress < 500) return;
-        lastProgress = now;
-        // Not awaited: during a Redis outage this would block the conversion.
-        job.updateProgress({ bytesDone, bytesTotal: bytesTotal ?? size }).catch(() => {});
-      },
-    });
+    // In place: the log dir's .lock, as a broker holds it, for the whole conversion (shared by
+    // this process's jobs; a broker holding it refuses the job: classify.ts).
+    const logDirLock = stageDir === undefined ? holdLogDirLock(dirname(dirname(logPath))) : undefined;
+    try {
+      return await deps.convert(logPath, {
+        ...pipeline,
+        ...where,
+        signal: anyOf([deps.shutdown, lease.lost, bullSignal]),
+        onProgress: (bytesDone, bytesTotal) => {
+          const now = Date.now();
+          if (now - lastProgress < 500) return;
+          lastProgress = now;
+          // Not awaited: during a Redis outage this would block the conversion.
+          job.updateProgress({ bytesDone, bytesTotal: bytesTotal ?? size }).catch(() => {});
+        },
+      });
+    } finally {
+      logDirLock?.release();
+    }
   }
 }

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import {
   appendFileSync,
   existsSync,
@@ -16,8 +17,14 @@ import { type Config, loadConfig } from '@seglift/config';
 import { CorruptRecordError, type SegliftError } from '@seglift/format';
 import { createLogger, createMetrics, metricsSnapshot } from '@seglift/observability';
 import { createRedis, doneMarkerKey, fileStateOf, SEGMENT_JOB_NAME, segmentJobId } from '@seglift/queue';
-import { type ConvertOptions, emptyReport, type SegmentReport } from '@seglift/segment';
-import { needs, redisServer, startRedis, type TestRedis } from '@seglift/testkit';
+import {
+  acquireLogDirLock,
+  type ConvertOptions,
+  emptyReport,
+  LogDirLockedError,
+  type SegmentReport,
+} from '@seglift/segment';
+import { needs, python3, redisServer, startRedis, type TestRedis } from '@seglift/testkit';
 import { type Job, Queue, QueueEvents } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifyError, toJobError } from './classify.js';
@@ -44,6 +51,13 @@ describe('classifyError', () => {
     expect(classifyError({ code: 'IO', cause: { code: 'EROFS' } })).toBe('permanent');
     expect(classifyError({ code: 'IO', cause: { code: 'EIO' } })).toBe('transient');
     expect(classifyError(new Error('?'))).toBe('transient');
+  });
+
+  it("a log dir's .lock held by a broker fails the job; held by another seglift is retried", () => {
+    expect(classifyError(new LogDirLockedError('/d', '/d/.lock', 4242))).toBe('permanent');
+    // 0: a broker in another PID namespace (a container beside this one).
+    expect(classifyError(new LogDirLockedError('/d', '/d/.lock', 0))).toBe('permanent');
+    expect(classifyError(new LogDirLockedError('/d', '/d/.lock', -1))).toBe('transient');
   });
 
   it('carries the typed error JSON in UnrecoverableError', () => {
@@ -367,6 +381,81 @@ needs(redisServer).describe('worker with a real Redis', () => {
     await Promise.all([queue.close(), events.close()]);
     conn.disconnect();
   });
+
+  it("an in-place job while another seglift holds the log dir's .lock is delayed without using an attempt, and converts once it is free", async () => {
+    const { config, dir, conn, queue, events } = setup([seg(0), seg(10)]);
+    const calls: string[] = [];
+    const convert: ConvertFn = async (p) => {
+      calls.push(p);
+      return report(p, { result: 'skipped', reason: 'already-target-codec' });
+    };
+    const other = acquireLogDirLock(root);
+    const w = await startWorker({ config, logger, convert, lockedRetryMs: 20 });
+    const job = await add(queue, config, { path: join(dir, seg(0)), size: 1, mtimeMs: 1 });
+    try {
+      let state = '';
+      for (let i = 0; i < 500 && state !== 'delayed'; i++) {
+        state = (await (await queue.getJob(job.id!))?.getState()) ?? '';
+        if (state !== 'delayed') await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(state).toBe('delayed');
+      await new Promise((r) => setTimeout(r, 200));
+      // Refused and delayed, without using an attempt (the other run may take long); nothing converted.
+      expect(await queue.getJob(job.id!)).toMatchObject({ attemptsMade: 0 });
+      expect(calls).toEqual([]);
+    } finally {
+      other.release();
+    }
+    expect(await finished(job, events)).toMatchObject({ ok: true, value: { result: 'skipped' } });
+    expect(calls).toEqual([join(dir, seg(0))]);
+    await w.shutdown();
+    await Promise.all([queue.close(), events.close()]);
+    conn.disconnect();
+  });
+
+  needs(python3).it(
+    "an in-place job while a broker holds the log dir's .lock fails at once, naming it; nothing converted",
+    async () => {
+      const { config, dir, conn, queue, events } = setup([seg(0), seg(10)]);
+      const calls: string[] = [];
+      const convert: ConvertFn = async (p) => {
+        calls.push(p);
+        return report(p, { result: 'converted' });
+      };
+      writeFileSync(join(root, '.lock'), '');
+      const broker = spawn(
+        'python3',
+        [
+          '-c',
+          'import fcntl,sys\nf=open(sys.argv[1],"r+")\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint("locked",flush=True)\nsys.stdin.read()',
+          join(root, '.lock'),
+        ],
+        { stdio: ['pipe', 'pipe', 'inherit'] },
+      );
+      await new Promise<void>((resolve) => broker.stdout.once('data', () => resolve()));
+      const w = await startWorker({ config, logger, convert });
+      try {
+        const job = await add(queue, config, { path: join(dir, seg(0)), size: 1, mtimeMs: 1 });
+        const r = await finished(job, events);
+        expect(r.ok).toBe(false);
+        expect(JSON.parse(String(r.value))).toEqual({
+          name: 'LogDirLockedError',
+          code: 'LOG_DIR_LOCKED',
+          message: `log dir ${root} is locked by pid ${broker.pid}: a Kafka broker (or another seglift) is running on it: stop it first, or use --prepare`,
+          file: join(root, '.lock'),
+        });
+        expect((await queue.getJob(job.id!))?.attemptsMade).toBe(1);
+        expect(calls).toEqual([]);
+      } finally {
+        broker.stdin.end();
+        await new Promise((resolve) => broker.once('exit', resolve));
+        rmSync(join(root, '.lock'));
+        await w.shutdown();
+        await Promise.all([queue.close(), events.close()]);
+        conn.disconnect();
+      }
+    },
+  );
 
   it('never runs two conversions in one partition at once, across workers', async () => {
     const files = Array.from({ length: 7 }, (_, i) => seg(i * 10));

@@ -20,7 +20,7 @@ import { type Grouping, Upconverter } from '@seglift/legacy';
 import { assertBackupDirOutside, backupOriginals } from './backup.js';
 import { isActiveSegment } from './discovery.js';
 import { formatKey, inspectEntry, needsRewrite, withEntryContext } from './entry.js';
-import { toSegmentError } from './errors.js';
+import { LostLockError, toSegmentError } from './errors.js';
 import { exists } from './fs-util.js';
 import {
   fsyncDir,
@@ -450,11 +450,17 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
         await options.beforeSwap?.();
         options.signal?.throwIfAborted();
         swapping = true;
-        await swapInPlace(src, mtimeNs);
+        // Both locks re-read before each rename: a run frozen past the stale time must not rename
+        // files another run has taken over since.
+        await swapInPlace(src, mtimeNs, async () => {
+          await lock?.assertHeld();
+          await partitionLock.assertHeld();
+        });
       } catch (err) {
         // Once the marker is written the swap is completed, by this run or the next one
-        // (recoverLeftovers); before it, the catch below removes the temp files.
-        if (swapping && !(err instanceof SimulatedCrash))
+        // (recoverLeftovers); before it, the catch below removes the temp files. A lost lock:
+        // the partition is the other run's now, so nothing is completed or removed here.
+        if (swapping && !(err instanceof SimulatedCrash) && !(err instanceof LostLockError))
           await recoverLeftovers(src.dir, {
             baseOffset: src.baseOffset,
             ownLockToken: lock?.token,
@@ -492,6 +498,14 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
       lock = undefined;
       held = undefined;
       throw err;
+    }
+    if (err instanceof LostLockError) {
+      // The run that took the lock over owns these files now (the temp names are the same for
+      // both runs) and reports the segment itself: not a failure of this run.
+      report.result = 'skipped';
+      report.reason = err.detail;
+      report.error = err.toJSON();
+      return finish(report, started);
     }
     // Best effort: on a read-only or failing filesystem the removal fails too, and the typed
     // error below must still be reported (recoverLeftovers removes temp files on the next run).

@@ -25,6 +25,12 @@ export class LockedError extends SegliftError {
 }
 
 /**
+ * This run's segment or partition lock was taken over by another run while this one held it (it
+ * was frozen past the stale time): it stops before its next rename and leaves the files to that run.
+ */
+export class LostLockError extends LockedError {}
+
+/**
  * A log dir's `.lock` is held by someone else: a running Kafka broker (or another seglift). Nothing
  * may be written there until it stops; `--prepare` works beside it.
  */

@@ -29,6 +29,7 @@ export {
   KafkaLeftoversError,
   LockedError,
   LogDirLockedError,
+  LostLockError,
   NotASegmentError,
   OwnershipError,
   PathOutsideRootsError,
@@ -52,7 +53,15 @@ export {
   lockPathFor,
   partitionLockPath,
 } from './lock.js';
-export { acquireLogDirLock, type LogDirLock, logDirLockHolder, logDirLockPath } from './logdir-lock.js';
+export {
+  acquireLogDirLock,
+  holdLogDirLock,
+  holdLogDirLocks,
+  type LogDirLock,
+  logDirLockHolder,
+  logDirLockPath,
+  logDirOfSegment,
+} from './logdir-lock.js';
 export { type MigrateOptions, type MigrateProgress, type MigrateResult, migrate } from './migrate.js';
 export {
   BACKUP_DIR_MARKER,

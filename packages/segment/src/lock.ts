@@ -3,7 +3,7 @@ import { readFile, stat, utimes } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LockedError } from './errors.js';
+import { LockedError, LostLockError } from './errors.js';
 import { link, removeIfExists, throwIfCrashed, writeWholeFile } from './fsops.js';
 import { LOCK_SUFFIX, PARTITION_LOCK_NAME, TMP_SUFFIX } from './names.js';
 
@@ -29,6 +29,12 @@ export interface FileLock {
   path: string;
   token: string;
   release(): Promise<void>;
+  /**
+   * Throws `LockedError` ("lost its lock to another run") unless the lock file still holds this
+   * lock's token: a process frozen (SIGSTOP, a VM pause) past LOCK_STALE_AFTER_MS stops touching
+   * it, and another run may have taken it over as stale meanwhile.
+   */
+  assertHeld(): Promise<void>;
 }
 
 export function lockPathFor(logPath: string): string {
@@ -210,6 +216,15 @@ export async function acquireFileLock(lockPath: string, what: string): Promise<F
         return {
           path: lockPath,
           token: info.token,
+          assertHeld: async () => {
+            const current = await readLock(lockPath);
+            if (current?.token === info.token) return;
+            const now = current ? `held by ${describeHolder(current)}` : 'gone';
+            throw new LostLockError(
+              `lost its lock to another run (the ${what} lock is ${now}): this run was paused past the stale time (${LOCK_STALE_AFTER_MS / 1000} s) and stops without renaming anything; the other run finishes the segment`,
+              { file: lockPath },
+            );
+          },
           release: async () => {
             stop();
             const current = await readLock(lockPath);

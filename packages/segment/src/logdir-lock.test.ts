@@ -1,11 +1,16 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
+import { readdir, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { needs, python3 } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
 import { LogDirLockedError } from './errors.js';
-import { acquireLogDirLock, logDirLockHolder } from './logdir-lock.js';
+import { acquireLogDirLock, holdLogDirLock, logDirLockHolder } from './logdir-lock.js';
+import { migrate } from './migrate.js';
+import { mixedSegment, tmpDir, writeSegment } from './test-support/fixtures.js';
+import { sha256 } from './test-support/helpers.js';
+import { commitStage, prepareStage } from './two-phase.js';
 
 function tmp(): string {
   return mkdtempSync(path.join(tmpdir(), 'seglift-logdir-lock-'));
@@ -55,5 +60,166 @@ needs(python3).describe('against a process holding an F_SETLK lock (as a Kafka b
     holder.stdin.end();
     await new Promise((resolve) => holder.once('exit', resolve));
     acquireLogDirLock(dir).release();
+  });
+});
+
+/** Every file under `dir` with its size, mtime and sha256: what "nothing changed" compares. */
+async function listing(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    const p = path.join(e.parentPath, e.name);
+    const st = await stat(p);
+    out.push(
+      e.isFile()
+        ? `${path.relative(dir, p)} ${st.size} ${st.mtimeMs} ${await sha256(p)}`
+        : path.relative(dir, p),
+    );
+  }
+  return out.sort();
+}
+
+/** A log dir with two partitions of legacy segments (each with a rolled one to convert). */
+async function logDir(): Promise<string> {
+  const root = await tmpDir('seglift-logdir-');
+  const dir = path.join(root, 'kafka-logs');
+  for (const partition of ['orders-0', 'orders-1'])
+    for (const base of [0n, 2000n])
+      await writeSegment(dir, mixedSegment(base, Number(base) + 7).bytes, base, partition);
+  return dir;
+}
+
+/** A python3 holding `<dir>/.lock` with fcntl.lockf (the F_SETLK lock a JVM takes); call stop(). */
+async function pythonHolder(dir: string): Promise<{ pid: number; stop(): Promise<void> }> {
+  const lockFile = path.join(dir, '.lock');
+  if (!existsSync(lockFile)) writeFileSync(lockFile, '');
+  const holder = spawn(
+    'python3',
+    [
+      '-c',
+      'import fcntl,sys\nf=open(sys.argv[1],"r+")\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint("locked",flush=True)\nsys.stdin.read()',
+      lockFile,
+    ],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()));
+  return {
+    pid: holder.pid!,
+    stop: async () => {
+      holder.stdin.end();
+      await new Promise((resolve) => holder.once('exit', resolve));
+    },
+  };
+}
+
+const refusal = (dir: string, pid?: number) =>
+  `log dir ${dir} is locked${pid === undefined ? '' : ` by pid ${pid}`}: a Kafka broker (or another seglift) is running on it: stop it first, or use --prepare`;
+
+describe('migrate and commit hold the log dir lock', () => {
+  it('another seglift holding it: migrate and commitStage refuse before touching anything', async () => {
+    const dir = await logDir();
+    const stageDir = path.join(path.dirname(dir), 'stage');
+    await prepareStage(dir, { codec: 'zstd', mode: 'inline', stageDir });
+    const other = acquireLogDirLock(dir);
+    try {
+      const before = await listing(path.dirname(dir));
+      await expect(migrate([dir], { codec: 'zstd', mode: 'inline' })).rejects.toThrow(
+        expect.objectContaining({ code: 'LOG_DIR_LOCKED', detail: refusal(dir) }),
+      );
+      await expect(commitStage(dir, { codec: 'zstd', mode: 'inline', stageDir })).rejects.toThrow(
+        LogDirLockedError,
+      );
+      // A partition dir given: its log dir (the parent) is the one locked.
+      await expect(migrate([path.join(dir, 'orders-0')], { codec: 'zstd', mode: 'inline' })).rejects.toThrow(
+        LogDirLockedError,
+      );
+      expect(await listing(path.dirname(dir))).toEqual(before);
+    } finally {
+      other.release();
+    }
+  });
+
+  it('a parent of log dirs: one locked log dir refuses the whole run, the others untouched too', async () => {
+    const a = await logDir();
+    const root = path.dirname(a);
+    const b = path.join(root, 'kafka-logs-2');
+    await writeSegment(b, mixedSegment(0n, 3).bytes, 0n, 'audit-0');
+    await writeSegment(b, mixedSegment(2000n, 4).bytes, 2000n, 'audit-0');
+    const other = acquireLogDirLock(b);
+    try {
+      const before = await listing(root);
+      await expect(migrate([root], { codec: 'zstd', mode: 'inline' })).rejects.toThrow(refusal(b));
+      expect(await listing(root)).toEqual(before);
+      // The lock of the free log dir was given back.
+      expect(logDirLockHolder(a)).toBeUndefined();
+    } finally {
+      other.release();
+    }
+  });
+
+  it('is held for the whole run (every log dir, shared by its conversions), then released', async () => {
+    const dir = await logDir();
+    const seen: ({ pid: number } | undefined)[] = [];
+    const res = await migrate([dir], {
+      codec: 'zstd',
+      mode: 'inline',
+      concurrency: 2,
+      onSegment: () => seen.push(logDirLockHolder(dir)),
+    });
+    expect(res.summary).toMatchObject({ converted: 2, failed: 0 });
+    expect(seen).toEqual([{ pid: -1 }, { pid: -1 }, { pid: -1 }, { pid: -1 }]);
+    expect(logDirLockHolder(dir)).toBeUndefined();
+    // The .lock stays (an empty file, a broker opens it as it is): deleting it would race.
+    expect(statSync(path.join(dir, '.lock')).size).toBe(0);
+    // The commit too.
+    const stageDir = path.join(path.dirname(dir), 'stage');
+    await prepareStage(dir, { codec: 'lz4', mode: 'inline', stageDir });
+    const during: ({ pid: number } | undefined)[] = [];
+    await commitStage(dir, {
+      codec: 'lz4',
+      mode: 'inline',
+      stageDir,
+      onSegment: () => during.push(logDirLockHolder(dir)),
+    });
+    expect(during.length).toBeGreaterThan(0);
+    expect(during.every((h) => h?.pid === -1)).toBe(true);
+    expect(logDirLockHolder(dir)).toBeUndefined();
+  });
+
+  it('holdLogDirLock shares one lock within the process: released by its last holder', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'seglift-logdir-lock-'));
+    const a = holdLogDirLock(dir);
+    const b = holdLogDirLock(path.join(dir, '.'));
+    a.release();
+    a.release();
+    expect(logDirLockHolder(dir)).toEqual({ pid: -1 });
+    b.release();
+    expect(logDirLockHolder(dir)).toBeUndefined();
+  });
+});
+
+needs(python3).describe('migrate and commit beside a process holding the F_SETLK lock (a broker)', () => {
+  it('migrate and commitStage refuse naming its pid; nothing changed; prepare still works', async () => {
+    const dir = await logDir();
+    const stageDir = path.join(path.dirname(dir), 'stage');
+    const holder = await pythonHolder(dir);
+    try {
+      const before = await listing(dir);
+      await expect(migrate([dir], { codec: 'zstd', mode: 'inline', includeActive: true })).rejects.toThrow(
+        refusal(dir, holder.pid),
+      );
+      expect(await listing(dir)).toEqual(before);
+      // Beside the running "broker": prepare writes only the stage dir.
+      const prepared = await prepareStage(dir, { codec: 'zstd', mode: 'inline', stageDir });
+      expect(prepared.counts.staged).toBe(2);
+      expect(await listing(dir)).toEqual(before);
+      await expect(commitStage(dir, { codec: 'zstd', mode: 'inline', stageDir })).rejects.toThrow(
+        refusal(dir, holder.pid),
+      );
+      expect(await listing(dir)).toEqual(before);
+    } finally {
+      await holder.stop();
+    }
+    const committed = await commitStage(dir, { codec: 'zstd', mode: 'inline', stageDir });
+    expect(committed.counts.staged).toBe(2);
   });
 });

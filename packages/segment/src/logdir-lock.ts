@@ -10,7 +10,7 @@
  * The descriptor is a plain fd (never a FileHandle, which Node closes when it is collected: that
  * would drop the lock in the middle of a migration).
  */
-import { closeSync, constants, fchownSync, fstatSync, openSync, statSync } from 'node:fs';
+import { closeSync, constants, fchownSync, fstatSync, openSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { LogDirLockedError, SegmentIoError } from './errors.js';
 import { lockHolder, tryLockWholeFile } from './libc.js';
@@ -31,7 +31,9 @@ export function logDirLockPath(logDir: string): string {
 /**
  * Takes `<logDir>/.lock` as Kafka does, creating it when absent (a broker that stopped cleanly
  * deletes it). A created `.lock` gets the log dir's owner and group, so that the broker's user can
- * open it for writing when it starts. Throws `LogDirLockedError` when someone else holds it.
+ * open it for writing when it starts. It is left in place on release: deleting it would let a
+ * process that opened it just before lock the unlinked file while the next one locks a new one
+ * (two holders; the worker takes and releases it per job), and a broker opens an existing one. Throws `LogDirLockedError` when someone else holds it.
  */
 export function acquireLogDirLock(logDir: string): LogDirLock {
   const lockPath = logDirLockPath(logDir);
@@ -42,8 +44,18 @@ export function acquireLogDirLock(logDir: string): LogDirLock {
       fd = openSync(lockPath, constants.O_RDWR | constants.O_NOFOLLOW);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      fd = openSync(lockPath, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
-      created = true;
+      try {
+        fd = openSync(
+          lockPath,
+          constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+          0o644,
+        );
+        created = true;
+      } catch (again) {
+        // Another process created it meanwhile (a broker starting, another seglift).
+        if ((again as NodeJS.ErrnoException).code !== 'EEXIST') throw again;
+        fd = openSync(lockPath, constants.O_RDWR | constants.O_NOFOLLOW);
+      }
     }
   } catch (err) {
     throw new SegmentIoError(
@@ -78,6 +90,77 @@ export function acquireLogDirLock(logDir: string): LogDirLock {
       closeSync(fd);
     },
   };
+}
+
+interface Shared {
+  lock: LogDirLock;
+  holders: number;
+}
+
+/**
+ * The locks this process holds, by the log dir's real path. The lock belongs to an open file
+ * description: a second descriptor of this process would be refused like another seglift, so
+ * concurrent users of one process (the worker's jobs, a migrate's log dirs) share one.
+ */
+const shared = new Map<string, Shared>();
+
+/**
+ * Holds `<logDir>/.lock` for the caller: taken when this process does not hold it yet (throws
+ * `LogDirLockedError` as `acquireLogDirLock` does), shared when it does. The lock is dropped when
+ * the last holder releases. Main thread only: a worker thread has its own registry, and its own
+ * descriptor would be refused.
+ */
+export function holdLogDirLock(logDir: string): LogDirLock {
+  const key = realpathSync(logDir);
+  let entry = shared.get(key);
+  if (entry === undefined) {
+    entry = { lock: acquireLogDirLock(logDir), holders: 0 };
+    shared.set(key, entry);
+  }
+  entry.holders++;
+  const held = entry;
+  let released = false;
+  return {
+    logDir,
+    path: held.lock.path,
+    release() {
+      if (released) return;
+      released = true;
+      if (--held.holders > 0) return;
+      shared.delete(key);
+      held.lock.release();
+    },
+  };
+}
+
+/**
+ * Holds the locks of all `logDirs` (each once), all before the caller writes anything: when one
+ * is held by someone else, the ones already taken are released and its `LogDirLockedError`
+ * thrown. The result's `release` drops them all (idempotent).
+ */
+export function holdLogDirLocks(logDirs: Iterable<string>): { locks: LogDirLock[]; release(): void } {
+  const locks: LogDirLock[] = [];
+  const release = () => {
+    for (const l of locks.splice(0).reverse()) l.release();
+  };
+  const seen = new Set<string>();
+  try {
+    for (const dir of logDirs) {
+      const key = path.resolve(dir);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      locks.push(holdLogDirLock(key));
+    }
+  } catch (err) {
+    release();
+    throw err;
+  }
+  return { locks, release };
+}
+
+/** The log dir a segment belongs to: the parent of its partition dir. */
+export function logDirOfSegment(logPath: string): string {
+  return path.dirname(path.dirname(path.resolve(logPath)));
 }
 
 /**

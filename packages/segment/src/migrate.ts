@@ -5,6 +5,7 @@ import { assertBackupDirOutside } from './backup.js';
 import { type ConvertOptions, convertSegment } from './convert.js';
 import { findPartitionSegments, type IgnoredDir, type SegmentFile } from './discovery.js';
 import { PathOutsideRootsError } from './errors.js';
+import { holdLogDirLocks, logDirOfSegment } from './logdir-lock.js';
 import { ConversionPool, conversionThreadPath } from './pool.js';
 import { type ReadinessRules, splitReady } from './readiness.js';
 import { emptyReport, type RunSummary, type SegmentReport, summarize } from './report.js';
@@ -252,18 +253,26 @@ export async function runConversions(
 
 /**
  * Converts, in place, every non-active segment under `dirs` (log dirs, partition dirs or their
- * parents) with the conversion pool. Active segments are reported as skipped. Never throws for
+ * parents) with the conversion pool, holding the `.lock` of each log dir (the partition dirs'
+ * parents) throughout: throws `LogDirLockedError` when a broker holds one. Active segments are reported as skipped. Never throws for
  * a bad segment; every segment gets a report, in discovery order.
  */
 export async function migrate(dirs: string[], options: MigrateOptions): Promise<MigrateResult> {
   const started = performance.now();
   if (options.backupDir) await assertBackupDirOutside(options.backupDir, dirs);
   const { todo, skipped, partitions, ignored } = await plan(dirs, options);
-  for (const r of skipped) options.onSegment?.(r);
-  const { results, mode, interrupted } = await runConversions(
-    { todo, optionsFor: () => ({ inPlace: true }) },
-    options,
-  );
+  // Every log dir the run may write in, all taken before the first write: one held by a broker
+  // (or another seglift) refuses the whole run with nothing touched. Held until every conversion
+  // has finished or rolled back.
+  const logDirs = holdLogDirLocks([...todo, ...skipped].map((s) => logDirOfSegment(s.path)));
+  let run: Awaited<ReturnType<typeof runConversions>>;
+  try {
+    for (const r of skipped) options.onSegment?.(r);
+    run = await runConversions({ todo, optionsFor: () => ({ inPlace: true }) }, options);
+  } finally {
+    logDirs.release();
+  }
+  const { results, mode, interrupted } = run;
   const all = [...skipped, ...results];
   return {
     reports: all,

@@ -48,7 +48,7 @@ import {
   copyFileSynced,
   fsyncDir,
   removeIfExists,
-  rename,
+  rename as renameFile,
   setMtime,
   utimes,
   writeWholeFile,
@@ -118,10 +118,19 @@ export function sameFile(
 }
 
 /**
+ * Called before the marker is written and before each rename: throws when this run no longer
+ * owns the segment (its lock was taken over as stale while the process was frozen).
+ */
+export type StillOwned = () => Promise<void>;
+
+const owned: StillOwned = async () => {};
+
+/**
  * Steps 1-9 above. The caller holds the segment lock and the partition lock, and the new files
  * exist under their temp names, verified and fsynced.
  */
-export async function swapInPlace(seg: SegmentFiles, mtimeNs: bigint): Promise<void> {
+export async function swapInPlace(seg: SegmentFiles, mtimeNs: bigint, stillOwned = owned): Promise<void> {
+  await stillOwned();
   const source = await identityOf(seg.log);
   if (!source) throw new SegmentIoError('the segment disappeared before its swap', { file: seg.log });
   const rewritten: SwapMarker['rewritten'] = {};
@@ -146,9 +155,10 @@ export async function swapInPlace(seg: SegmentFiles, mtimeNs: bigint): Promise<v
   };
   const pending = seg.tmp(MARKER_SUFFIX);
   await writeWholeFile(pending, JSON.stringify(marker), { sync: true });
-  await rename(pending, seg.marker);
+  await stillOwned();
+  await renameFile(pending, seg.marker);
   await fsyncDir(seg.dir);
-  await rollForward(seg, marker);
+  await rollForward(seg, marker, stillOwned);
 }
 
 /** Where the new log is: still under its temp name, renamed to `.swap`, or in place. */
@@ -201,7 +211,17 @@ async function abandon(seg: SegmentFiles, marker: SwapMarker): Promise<'abandone
  * are removed and the segment is as the broker left it (without an .index after step 3, which
  * the broker rebuilds). The caller holds the partition lock.
  */
-export async function rollForward(seg: SegmentFiles, marker: SwapMarker): Promise<'completed' | 'abandoned'> {
+export async function rollForward(
+  seg: SegmentFiles,
+  marker: SwapMarker,
+  stillOwned = owned,
+): Promise<'completed' | 'abandoned'> {
+  // Every rename (and the old index's removal) re-checks the locks first: see StillOwned.
+  const rename = async (from: string, to: string) => {
+    await stillOwned();
+    await renameFile(from, to);
+  };
+  await stillOwned();
   // One of our temp or swap files with another size than verified: something wrote to it since.
   // Guessing could serve a damaged segment; everything stays as it is for an operator. (Under
   // its final name it is the broker's to append to: a broker started since owns it.)
@@ -249,6 +269,7 @@ export async function rollForward(seg: SegmentFiles, marker: SwapMarker): Promis
     }
     await fsyncDir(seg.dir);
     // 3. the old offset index
+    await stillOwned();
     if (await removeIfExists(seg.index)) await fsyncDir(seg.dir);
     // 4. time index
     if (await exists(seg.tmp(TIMEINDEX_SUFFIX))) {

@@ -19,6 +19,7 @@ import type { SegmentFile } from './discovery.js';
 import { exists } from './fs-util.js';
 import { removeIfExists } from './fsops.js';
 import { acquireFileLock, isStaleLockTemp } from './lock.js';
+import { holdLogDirLock } from './logdir-lock.js';
 import { type MigrateOptions, type MigrateResult, plan, runConversions } from './migrate.js';
 import { SegmentFiles, STAGE_LOCK_NAME } from './names.js';
 import { findReadySegments } from './readiness.js';
@@ -181,7 +182,14 @@ async function prepare(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPh
 export async function commitStage(logDir: string, options: TwoPhaseOptions): Promise<TwoPhaseResult> {
   const stage = await openStageDir(options.stageDir, logDir, false);
   if (options.backupDir) await assertBackupDirOutside(options.backupDir, [logDir]);
-  return withStageLock(stage, () => commit(stage, options));
+  // The broker must be stopped: its `.lock` is held from before the first write to the end (a
+  // partition dir given: its parent's).
+  const logDirLock = holdLogDirLock(stage.logDirIsPartition ? path.dirname(stage.logDir) : stage.logDir);
+  try {
+    return await withStageLock(stage, () => commit(stage, options));
+  } finally {
+    logDirLock.release();
+  }
 }
 
 async function commit(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPhaseResult> {

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { type LoadedConfig, type PipelineOptions, pipelineOptions } from '@seglift/config';
@@ -5,6 +6,8 @@ import {
   type ConvertOptions,
   convertSegment,
   formatReportTable,
+  holdLogDirLocks,
+  logDirOfSegment,
   type SegmentReport,
   summarize,
 } from '@seglift/segment';
@@ -37,7 +40,9 @@ ${PIPELINE_HELP}
                             A segment already in the target codec is copied there as it is
                             (indexes rebuilt, verified) and reported 'copied'; a failed
                             conversion leaves no directory of its own making behind
-  --in-place                replace the segment crash-safely (.swap files, then rename)
+  --in-place                replace the segment crash-safely (.swap files, then rename),
+                            holding its log dir's .lock as a broker does (held by a running
+                            broker: refused, exit 2)
   --backup-dir DIR          with --in-place: copy the originals to DIR/<partition>/ first
                             (backupDir from the config applies to --in-place only)
   --force                   recompress even batches already in the target codec
@@ -124,24 +129,33 @@ export async function convert(
   bar.bytesTotal = await totalSize(files);
   const reports: SegmentReport[] = [];
   let base = 0;
-  for (const file of files) {
-    const report = await convertSegment(file, {
-      ...convertOptions,
-      onProgress: (done) => {
-        bar.bytesDone = base + done;
-        bar.update();
-      },
-    });
-    base += report.bytesIn;
-    bar.bytesDone = base;
-    bar.segmentsDone++;
-    if (report.result === 'failed') bar.failed++;
-    bar.update(true);
-    reports.push(report);
-    if (json) {
-      ctx.out.line(toJsonLine({ type: 'segment', ...report }));
-      void ctx.out.flush();
+  // In place: the .lock of every log dir named, all before the first write (a missing segment
+  // is reported by the conversion, which refuses it).
+  const logDirs = convertOptions.inPlace
+    ? holdLogDirLocks(files.filter((f) => existsSync(f)).map((f) => logDirOfSegment(f)))
+    : { release() {} };
+  try {
+    for (const file of files) {
+      const report = await convertSegment(file, {
+        ...convertOptions,
+        onProgress: (done) => {
+          bar.bytesDone = base + done;
+          bar.update();
+        },
+      });
+      base += report.bytesIn;
+      bar.bytesDone = base;
+      bar.segmentsDone++;
+      if (report.result === 'failed') bar.failed++;
+      bar.update(true);
+      reports.push(report);
+      if (json) {
+        ctx.out.line(toJsonLine({ type: 'segment', ...report }));
+        void ctx.out.flush();
+      }
     }
+  } finally {
+    logDirs.release();
   }
   bar.done();
   const summary = summarize(reports, performance.now() - started);

@@ -14,7 +14,8 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { CompressionType } from '@seglift/format';
-import { built, needs } from '@seglift/testkit';
+import { acquireLogDirLock } from '@seglift/segment';
+import { built, needs, python3 } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
 import { lines, run } from '../test-support/run.js';
 import { encodeLegacyEntry, tmpDir, utf8, v2Batch, writeSegment } from '../test-support/segments.js';
@@ -156,7 +157,8 @@ describe('seglift migrate', () => {
 /** Every file under `dir` by relative path, with its bytes. */
 function snapshot(dir: string): Map<string, string> {
   const out = new Map<string, string>();
-  for (const part of readdirSync(dir)) {
+  // Partition dirs only: a log dir's `.lock` is the broker's (seglift takes it too).
+  for (const part of readdirSync(dir).filter((d) => statSync(path.join(dir, d)).isDirectory())) {
     for (const f of readdirSync(path.join(dir, part)))
       out.set(`${part}/${f}`, readFileSync(path.join(dir, part, f)).toString('base64'));
   }
@@ -412,4 +414,91 @@ describe('seglift migrate, interrupted', () => {
       60_000,
     );
   }
+});
+
+/** Every file under `dir` with its bytes and mtime: what "nothing changed" compares. */
+function listing(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .map((e) => {
+      const p = path.join(e.parentPath, e.name);
+      return e.isFile()
+        ? `${path.relative(dir, p)} ${statSync(p).mtimeMs} ${readFileSync(p).toString('base64')}`
+        : path.relative(dir, p);
+    })
+    .sort();
+}
+
+describe('a log dir whose .lock someone else holds (a broker, another seglift)', () => {
+  const refused = (dir: string, pid?: number) =>
+    `error[LOG_DIR_LOCKED]: log dir ${dir} is locked${pid === undefined ? '' : ` by pid ${pid}`}: a Kafka broker (or another seglift) is running on it: stop it first, or use --prepare (file ${path.join(dir, '.lock')})\n`;
+
+  it('migrate, migrate --commit and convert --in-place exit 2 with nothing touched; --prepare works', async () => {
+    const dir = logDir();
+    const stage = path.join(tmpDir(), 'stage');
+    const other = acquireLogDirLock(dir);
+    try {
+      const before = listing(dir);
+      const m = await run(['migrate', dir, '--codec', 'zstd']);
+      expect(m).toEqual({ code: 2, stdout: '', stderr: refused(dir) });
+      const inPlace = await run([
+        'convert',
+        path.join(dir, 'orders-0', '00000000000000000000.log'),
+        '--in-place',
+      ]);
+      expect(inPlace).toEqual({ code: 2, stdout: '', stderr: refused(dir) });
+      expect(listing(dir)).toEqual(before);
+      // Beside a running broker: prepare writes only the stage dir.
+      const prep = await run([
+        'migrate',
+        dir,
+        '--prepare',
+        '--stage-dir',
+        stage,
+        '--codec',
+        'zstd',
+        '--json',
+      ]);
+      expect(prep.code, prep.stderr).toBe(0);
+      expect(JSON.parse(lines(prep.stdout).at(-1)!)).toMatchObject({
+        phase: 'prepare',
+        stage: { staged: 4 },
+      });
+      expect(listing(dir)).toEqual(before);
+      const commit = await run(['migrate', dir, '--commit', '--stage-dir', stage, '--codec', 'zstd']);
+      expect(commit).toEqual({ code: 2, stdout: '', stderr: refused(dir) });
+      expect(listing(dir)).toEqual(before);
+    } finally {
+      other.release();
+    }
+    const commit = await run(['migrate', dir, '--commit', '--stage-dir', stage, '--codec', 'zstd', '--json']);
+    expect(commit.code, commit.stderr).toBe(0);
+    expect(JSON.parse(lines(commit.stdout).at(-1)!)).toMatchObject({ converted: 4, failed: 0 });
+  });
+
+  needs(python3).it(
+    'held by a process (the F_SETLK lock a JVM takes): the message names its pid',
+    async () => {
+      const dir = logDir();
+      writeFileSync(path.join(dir, '.lock'), '');
+      const holder = spawn(
+        'python3',
+        [
+          '-c',
+          'import fcntl,sys\nf=open(sys.argv[1],"r+")\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint("locked",flush=True)\nsys.stdin.read()',
+          path.join(dir, '.lock'),
+        ],
+        { stdio: ['pipe', 'pipe', 'inherit'] },
+      );
+      try {
+        await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()));
+        const before = listing(dir);
+        const m = await run(['migrate', dir, '--codec', 'zstd', '--include-active']);
+        expect(m).toEqual({ code: 2, stdout: '', stderr: refused(dir, holder.pid) });
+        expect(listing(dir)).toEqual(before);
+      } finally {
+        holder.stdin.end();
+        await new Promise((resolve) => holder.once('exit', resolve));
+      }
+    },
+  );
 });

@@ -37,7 +37,10 @@ partition directory) in place: magic 0/1 upconverted to v2, batches recompressed
 codec, indexes rebuilt, each result verified against its original before a crash-safe swap.
 Embedded mode: no Redis, a worker_threads pool in this process. The active (last) segment of
 each partition is left alone unless --include-active or the archive switch below. Stop the
-brokers that own these directories first; 'seglift audit' says how much free space it needs.
+brokers that own these directories first: seglift takes each log dir's .lock as a broker does,
+all before the first write, and holds them to the end, so a running broker's dir is refused
+(exit 2, nothing touched) and a broker started meanwhile fails to start. 'seglift audit' says
+how much free space it needs.
 
 Options:
 ${PIPELINE_HELP}
@@ -47,7 +50,7 @@ ${PIPELINE_HELP}
                             default: CPU count)
   --prepare                 two-phase, step 1, broker RUNNING: convert and verify every rolled
                             (non-active) segment of <dir> into --stage-dir; nothing in <dir> is
-                            written, renamed or locked; a segment deleted or replaced while it is
+                            written, renamed or locked (its .lock is left to the broker); a segment deleted or replaced while it is
                             read is reported ('changed') and left for the commit. Run it again to
                             top the stage up
   --commit                  two-phase, step 2, broker STOPPED: swap in every staged segment whose
