@@ -57,6 +57,7 @@ const USAGE_CODES: ReadonlySet<string> = new Set([
   'INVALID_ARGUMENT',
   'STAGE_DIR',
   'LOG_DIR_LOCKED',
+  'LOG_DIR_UNKNOWN',
   'PATH_OUTSIDE_ROOTS',
 ]);
 

@@ -29,6 +29,7 @@ export type SegliftErrorCode =
   | 'NOT_A_SEGMENT'
   | 'LOCKED'
   | 'LOG_DIR_LOCKED'
+  | 'LOG_DIR_UNKNOWN'
   | 'KAFKA_LEFTOVERS'
   | 'OWNERSHIP'
   | 'STAGE_DIR'

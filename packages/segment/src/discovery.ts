@@ -84,16 +84,21 @@ export interface WalkResult {
  * fsyncs, the partition lock and the job ids are those of the real directory; and a directory is
  * visited once by real path (two names for one partition, a link loop). Confining the real path
  * to configured roots is the converting caller's (migrate's plan, the worker).
+ *
+ * `logDir` is the directory the partition was found in, as walked (a root that is itself a
+ * partition dir: its parent): the log dir whose `.lock` a broker serving it holds. A linked
+ * partition's real parent is another disk's directory, whose `.lock` no broker takes, so every
+ * lock taker and probe must use this, never `dirname(dir)`.
  */
 export async function walkLogDirs(
   roots: readonly string[],
-  onPartition: (dir: string, names: string[]) => void | Promise<void>,
+  onPartition: (dir: string, names: string[], logDir: string) => void | Promise<void>,
   options: WalkOptions = {},
 ): Promise<WalkResult> {
   const maxDepth = options.maxDepth ?? 4;
   const parallelism = options.parallelism ?? 32;
   const result: WalkResult = { roots: [], missingRoots: [], ignored: [] };
-  const pending: Array<{ dir: string; real: string; depth: number }> = [];
+  const pending: Array<{ dir: string; real: string; depth: number; logDir: string }> = [];
   const seen = new Set<string>();
   for (const root of roots) {
     const real = await realpath(root).catch(() => undefined);
@@ -101,10 +106,13 @@ export async function walkLogDirs(
     if (resolved === undefined || real === undefined) result.missingRoots.push(root);
     else if (!result.roots.includes(resolved)) {
       result.roots.push(resolved);
-      pending.push({ dir: resolved, real, depth: 0 });
+      // A root that is a partition dir (maybe a link) lies in the directory of its name as given.
+      const parent = path.dirname(path.resolve(root));
+      const logDir = options.realPaths ? await realpath(parent).catch(() => parent) : parent;
+      pending.push({ dir: resolved, real, depth: 0, logDir });
     }
   }
-  const visit = async (dir: string, real: string, depth: number): Promise<void> => {
+  const visit = async (dir: string, real: string, depth: number, logDir: string): Promise<void> => {
     if (seen.has(real)) return;
     seen.add(real);
     let entries: Dirent[];
@@ -129,7 +137,7 @@ export async function walkLogDirs(
     if (entries.some((e) => !e.isDirectory() && parseSegmentName(e.name) !== undefined)) {
       const why = notAPartitionLog(path.basename(dir));
       if (why) result.ignored.push({ dir, reason: why });
-      else await onPartition(dir, names);
+      else await onPartition(dir, names, logDir);
       return;
     }
     if (depth >= maxDepth) return;
@@ -145,7 +153,7 @@ export async function walkLogDirs(
       } else if (!e.isDirectory()) continue;
       // Kafka's own directories are named, never read: an operator sees what was passed over.
       if (isKafkaInternalDir(e.name)) result.ignored.push({ dir: child, reason: notAPartitionLog(e.name)! });
-      else pending.push({ dir: child, real: childReal, depth: depth + 1 });
+      else pending.push({ dir: child, real: childReal, depth: depth + 1, logDir: dir });
     }
   };
   // A pool of `parallelism` readers over a growing list of directories.
@@ -157,9 +165,9 @@ export async function walkLogDirs(
         return;
       }
       while (active < parallelism && pending.length > 0) {
-        const { dir, real, depth } = pending.pop()!;
+        const { dir, real, depth, logDir } = pending.pop()!;
         active++;
-        visit(dir, real, depth).then(() => {
+        visit(dir, real, depth, logDir).then(() => {
           active--;
           pump();
         }, reject);
@@ -174,6 +182,8 @@ export async function walkLogDirs(
 export interface PartitionDirs {
   /** Directories Kafka loads as partition logs that hold at least one segment, sorted. */
   partitions: string[];
+  /** The log dir each partition was found in (walkLogDirs' `logDir`), by partition dir. */
+  logDirs: Map<string, string>;
   /** Directories holding segments that Kafka never loads as a partition log, and backups. */
   ignored: IgnoredDir[];
 }
@@ -181,8 +191,16 @@ export interface PartitionDirs {
 /** Partition directories under `root` (itself included), by the walker's rules. */
 export async function findPartitionDirs(root: string, maxDepth = 4): Promise<PartitionDirs> {
   const partitions: string[] = [];
-  const { ignored } = await walkLogDirs([root], (dir) => void partitions.push(dir), { maxDepth });
-  return { partitions: partitions.sort(), ignored };
+  const logDirs = new Map<string, string>();
+  const { ignored } = await walkLogDirs(
+    [root],
+    (dir, _names, logDir) => {
+      partitions.push(dir);
+      logDirs.set(dir, logDir);
+    },
+    { maxDepth },
+  );
+  return { partitions: partitions.sort(), logDirs, ignored };
 }
 
 /** The active segment is the one with the highest base offset: the broker appends to it. */
@@ -198,6 +216,8 @@ export async function isActiveSegment(logPath: string): Promise<boolean> {
 
 export interface PartitionSegments {
   partitionDir: string;
+  /** The log dir it was found in (its `.lock` is the broker's): walkLogDirs' `logDir`. */
+  logDir: string;
   /** Every segment, by base offset. */
   segments: SegmentFile[];
   /** The highest base offset's segment. */
@@ -215,13 +235,14 @@ export async function findPartitionSegments(
   root: string,
   options: { includeActive?: boolean } = {},
 ): Promise<Discovery> {
-  const { partitions: dirs, ignored } = await findPartitionDirs(root);
+  const { partitions: dirs, logDirs, ignored } = await findPartitionDirs(root);
   const partitions: PartitionSegments[] = [];
   for (const dir of dirs) {
     const segments = await listSegments(dir);
     const active = segments[segments.length - 1];
     partitions.push({
       partitionDir: dir,
+      logDir: logDirs.get(dir)!,
       segments,
       active,
       eligible: options.includeActive ? segments : segments.slice(0, -1),

@@ -50,6 +50,18 @@ export class LogDirLockedError extends SegliftError {
 }
 
 /**
+ * The log dir a partition belongs to (whose `.lock` a broker serving it holds) cannot be
+ * established: a job names a log dir that does not hold the partition (no entry in it leads to
+ * the partition's real dir). Nothing is written: locking another directory's `.lock` than the
+ * broker's would let a conversion run beside it.
+ */
+export class LogDirUnknownError extends SegliftError {
+  constructor(detail: string, context?: ErrorContext) {
+    super('LOG_DIR_UNKNOWN', detail, context);
+  }
+}
+
+/**
  * The partition holds files of an unfinished Kafka operation (`.cleaned`, or `.swap` files that
  * are not seglift's): a broker completing them at start-up deletes segment files by offset range,
  * so nothing is swapped in beside them. Starting and stopping the broker once clears them.

@@ -29,6 +29,7 @@ export {
   KafkaLeftoversError,
   LockedError,
   LogDirLockedError,
+  LogDirUnknownError,
   LostLockError,
   NotASegmentError,
   OwnershipError,
@@ -55,6 +56,7 @@ export {
 } from './lock.js';
 export {
   acquireLogDirLock,
+  assertLogDirHolds,
   holdLogDirLock,
   holdLogDirLocks,
   type LogDirLock,
@@ -129,6 +131,7 @@ export {
   type StageDir,
   type StageRecord,
   sourceIdentity,
+  stageable,
   stageOptionsKey,
   stagePartitionDir,
 } from './stage.js';

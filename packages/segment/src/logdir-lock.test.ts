@@ -1,12 +1,13 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { needs, python3 } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
-import { LogDirLockedError } from './errors.js';
-import { acquireLogDirLock, holdLogDirLock, logDirLockHolder } from './logdir-lock.js';
+import { findPartitionSegments, walkLogDirs } from './discovery.js';
+import { LogDirLockedError, LogDirUnknownError } from './errors.js';
+import { acquireLogDirLock, assertLogDirHolds, holdLogDirLock, logDirLockHolder } from './logdir-lock.js';
 import { migrate } from './migrate.js';
 import { mixedSegment, tmpDir, writeSegment } from './test-support/fixtures.js';
 import { sha256 } from './test-support/helpers.js';
@@ -221,5 +222,132 @@ needs(python3).describe('migrate and commit beside a process holding the F_SETLK
     }
     const committed = await commitStage(dir, { codec: 'zstd', mode: 'inline', stageDir });
     expect(committed.counts.staged).toBe(2);
+  });
+});
+
+/**
+ * A log dir `L` holding `t-0 -> OTHER/t-0` (a partition moved to another disk and linked back, as
+ * Kafka loads it), with legacy segments: the walker reports the partition by its real path, whose
+ * parent is OTHER, not the log dir whose .lock the broker holds.
+ */
+async function linkedLogDir(): Promise<{ logDir: string; other: string }> {
+  const root = await tmpDir('seglift-linked-');
+  const logDir = path.join(root, 'kafka-logs');
+  const other = path.join(root, 'disk2');
+  for (const base of [0n, 2000n])
+    await writeSegment(other, mixedSegment(base, Number(base) + 7).bytes, base, 't-0');
+  mkdirSync(logDir);
+  symlinkSync(path.join(other, 't-0'), path.join(logDir, 't-0'));
+  return { logDir, other };
+}
+
+describe('a partition linked into the log dir from another directory', () => {
+  it('walkLogDirs reports it by its real path with the log dir it was found in', async () => {
+    const { logDir, other } = await linkedLogDir();
+    const seen: Array<[string, string]> = [];
+    await walkLogDirs([logDir], (dir, _names, found) => void seen.push([dir, found]));
+    expect(seen).toEqual([[path.join(other, 't-0'), logDir]]);
+    // A root that is itself the (linked) partition dir: the parent of its name as given.
+    const root: Array<[string, string]> = [];
+    await walkLogDirs([path.join(logDir, 't-0')], (dir, _names, found) => void root.push([dir, found]));
+    await walkLogDirs([path.join(logDir, 't-0')], (dir, _names, found) => void root.push([dir, found]), {
+      realPaths: true,
+    });
+    expect(root).toEqual([
+      [path.join(logDir, 't-0'), logDir],
+      [path.join(other, 't-0'), logDir],
+    ]);
+    expect((await findPartitionSegments(logDir)).partitions.map((p) => p.logDir)).toEqual([logDir]);
+  });
+
+  it("migrate holds the log dir's .lock while it converts it (not the real parent's)", async () => {
+    const { logDir, other } = await linkedLogDir();
+    const seen: Array<[{ pid: number } | undefined, { pid: number } | undefined]> = [];
+    const res = await migrate([logDir], {
+      codec: 'zstd',
+      mode: 'inline',
+      onSegment: () => seen.push([logDirLockHolder(logDir), logDirLockHolder(other)]),
+    });
+    expect(res.summary).toMatchObject({ converted: 1, failed: 0 });
+    expect(seen).toEqual([
+      [{ pid: -1 }, undefined],
+      [{ pid: -1 }, undefined],
+    ]);
+    expect(logDirLockHolder(logDir)).toBeUndefined();
+  });
+
+  it('prepare stages nothing for it, and the commit converts it under the log dir lock', async () => {
+    const { logDir, other } = await linkedLogDir();
+    const stageDir = path.join(path.dirname(logDir), 'stage');
+    const prepared = await prepareStage(logDir, { codec: 'zstd', mode: 'inline', stageDir });
+    expect(prepared.counts.staged).toBe(0);
+    expect(prepared.reports.map((r) => r.reason)).toEqual(['linked-partition']);
+    // Nothing written outside the stage dir (a relative path out of it would have been).
+    expect(await readdir(stageDir)).toEqual(['.seglift-stage']);
+    const during: Array<{ pid: number } | undefined> = [];
+    const committed = await commitStage(logDir, {
+      codec: 'zstd',
+      mode: 'inline',
+      stageDir,
+      onSegment: (r) => {
+        if (r.result === 'converted') during.push(logDirLockHolder(logDir));
+      },
+    });
+    expect(committed.summary).toMatchObject({ converted: 1, failed: 0 });
+    expect(during).toEqual([{ pid: -1 }]);
+    expect(logDirLockHolder(path.join(other))).toBeUndefined();
+  });
+
+  it('assertLogDirHolds: the real parent or a symlink in the log dir, else LogDirUnknownError', async () => {
+    const { logDir, other } = await linkedLogDir();
+    const part = path.join(other, 't-0');
+    await expect(assertLogDirHolds(logDir, part)).resolves.toBe(logDir);
+    await expect(assertLogDirHolds(other, part)).resolves.toBe(other);
+    const stranger = await tmpDir('seglift-stranger-');
+    await expect(assertLogDirHolds(stranger, part)).rejects.toThrow(LogDirUnknownError);
+    await expect(assertLogDirHolds(stranger, part)).rejects.toThrow(/does not hold the partition/);
+  });
+});
+
+needs(python3).describe('a linked partition beside a process holding the log dir lock (a broker)', () => {
+  it('migrate and commitStage refuse: nothing changed in the directory the link leads to', async () => {
+    const { logDir, other } = await linkedLogDir();
+    const stageDir = path.join(path.dirname(logDir), 'stage');
+    await prepareStage(logDir, { codec: 'zstd', mode: 'inline', stageDir });
+    // A partition dir given as the log dir (through the link): it can be staged (one partition).
+    const partStage = `${stageDir}-t-0`;
+    const staged = await prepareStage(path.join(logDir, 't-0'), {
+      codec: 'zstd',
+      mode: 'inline',
+      stageDir: partStage,
+    });
+    expect(staged.counts.staged).toBe(1);
+    const holder = await pythonHolder(logDir);
+    try {
+      const before = await listing(other);
+      await expect(migrate([logDir], { codec: 'zstd', mode: 'inline' })).rejects.toThrow(
+        refusal(logDir, holder.pid),
+      );
+      // The partition dir given through the link: its name's parent is the log dir.
+      await expect(migrate([path.join(logDir, 't-0')], { codec: 'zstd', mode: 'inline' })).rejects.toThrow(
+        refusal(logDir, holder.pid),
+      );
+      await expect(commitStage(logDir, { codec: 'zstd', mode: 'inline', stageDir })).rejects.toThrow(
+        refusal(logDir, holder.pid),
+      );
+      await expect(
+        commitStage(path.join(logDir, 't-0'), { codec: 'zstd', mode: 'inline', stageDir: partStage }),
+      ).rejects.toThrow(refusal(logDir, holder.pid));
+      expect(await listing(other)).toEqual(before);
+    } finally {
+      await holder.stop();
+    }
+    // Free: the partition's commit swaps its staged segment in.
+    const committed = await commitStage(path.join(logDir, 't-0'), {
+      codec: 'zstd',
+      mode: 'inline',
+      stageDir: partStage,
+    });
+    expect(committed.counts.staged).toBe(1);
   });
 });

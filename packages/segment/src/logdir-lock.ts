@@ -11,8 +11,9 @@
  * would drop the lock in the middle of a migration).
  */
 import { closeSync, constants, fchownSync, fstatSync, openSync, realpathSync, statSync } from 'node:fs';
+import { readdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { LogDirLockedError, SegmentIoError } from './errors.js';
+import { LogDirLockedError, LogDirUnknownError, SegmentIoError } from './errors.js';
 import { lockHolder, tryLockWholeFile } from './libc.js';
 import { LOG_DIR_LOCK_NAME } from './names.js';
 
@@ -158,9 +159,41 @@ export function holdLogDirLocks(logDirs: Iterable<string>): { locks: LogDirLock[
   return { locks, release };
 }
 
-/** The log dir a segment belongs to: the parent of its partition dir. */
+/**
+ * The log dir a segment belongs to, from its path as given: the parent of its partition dir's
+ * name, before any symlink is resolved (`<log dir>/t-0 -> /disk2/t-0`: the log dir, never
+ * `/disk2`). Never pass a real path of a walked partition: use the walker's `logDir`.
+ */
 export function logDirOfSegment(logPath: string): string {
   return path.dirname(path.dirname(path.resolve(logPath)));
+}
+
+/**
+ * Checks that `logDir` holds the partition whose real path is `realPartition`: it is its real
+ * parent, or an entry of it (a symlink: a partition linked in from another disk) resolves to it.
+ * Returns the log dir's real path; throws LogDirUnknownError otherwise (a job's claim is not
+ * trusted: the wrong `.lock` would let a swap run beside a broker).
+ */
+export async function assertLogDirHolds(logDir: string, realPartition: string): Promise<string> {
+  let realLogDir: string;
+  try {
+    realLogDir = await realpath(logDir);
+  } catch (err) {
+    throw new LogDirUnknownError(`log dir ${logDir} cannot be resolved: ${(err as Error).message}`, {
+      file: logDir,
+    });
+  }
+  if (path.dirname(realPartition) === realLogDir) return realLogDir;
+  const entries = await readdir(realLogDir, { withFileTypes: true }).catch(() => []);
+  for (const e of entries) {
+    if (!e.isSymbolicLink()) continue;
+    const target = await realpath(path.join(realLogDir, e.name)).catch(() => undefined);
+    if (target === realPartition) return realLogDir;
+  }
+  throw new LogDirUnknownError(
+    `log dir ${logDir} does not hold the partition ${realPartition} (neither its parent nor a symlink in it leads there): refusing to convert it, since its broker's .lock is unknown`,
+    { file: realPartition },
+  );
 }
 
 /**

@@ -5,7 +5,7 @@ import { assertBackupDirOutside } from './backup.js';
 import { type ConvertOptions, convertSegment } from './convert.js';
 import { findPartitionSegments, type IgnoredDir, type SegmentFile } from './discovery.js';
 import { PathOutsideRootsError } from './errors.js';
-import { holdLogDirLocks, logDirOfSegment } from './logdir-lock.js';
+import { holdLogDirLocks } from './logdir-lock.js';
 import { ConversionPool, conversionThreadPath } from './pool.js';
 import { type ReadinessRules, splitReady } from './readiness.js';
 import { emptyReport, type RunSummary, type SegmentReport, summarize } from './report.js';
@@ -61,11 +61,16 @@ export interface Plan {
   skipped: SegmentReport[];
   partitions: number;
   ignored: IgnoredDir[];
+  /**
+   * The log dirs the planned partitions were found in (whose `.lock` a broker serving them holds),
+   * each once: for a partition linked in from another disk, the directory holding the link.
+   */
+  logDirs: string[];
 }
 
 /** What `migrate` converts under `dirs`, and the newest segments it leaves (readiness rules). */
 export async function plan(dirs: string[], options: MigrateOptions): Promise<Plan> {
-  const p: Plan = { todo: [], skipped: [], partitions: 0, ignored: [] };
+  const p: Plan = { todo: [], skipped: [], partitions: 0, ignored: [], logDirs: [] };
   const rules = options.readiness ?? { requireRolled: options.includeActive !== true, quietMs: 0 };
   const now = Date.now();
   // Two names for one partition (a log dir and a symlink into it, a dir given twice) are one
@@ -91,6 +96,7 @@ export async function plan(dirs: string[], options: MigrateOptions): Promise<Pla
           );
         });
       p.partitions++;
+      if (!p.logDirs.includes(part.logDir)) p.logDirs.push(part.logDir);
       const { ready, notReady } = splitReady(part.segments, rules, now);
       p.todo.push(...ready);
       for (const s of notReady) {
@@ -253,18 +259,20 @@ export async function runConversions(
 
 /**
  * Converts, in place, every non-active segment under `dirs` (log dirs, partition dirs or their
- * parents) with the conversion pool, holding the `.lock` of each log dir (the partition dirs'
- * parents) throughout: throws `LogDirLockedError` when a broker holds one. Active segments are reported as skipped. Never throws for
+ * parents) with the conversion pool, holding the `.lock` of each log dir (the directories the
+ * partitions were found in, a symlinked one's too) throughout: throws `LogDirLockedError` when a broker holds one. Active segments are reported as skipped. Never throws for
  * a bad segment; every segment gets a report, in discovery order.
  */
 export async function migrate(dirs: string[], options: MigrateOptions): Promise<MigrateResult> {
   const started = performance.now();
   if (options.backupDir) await assertBackupDirOutside(options.backupDir, dirs);
-  const { todo, skipped, partitions, ignored } = await plan(dirs, options);
+  const planned = await plan(dirs, options);
+  const { todo, skipped, partitions, ignored } = planned;
   // Every log dir the run may write in, all taken before the first write: one held by a broker
   // (or another seglift) refuses the whole run with nothing touched. Held until every conversion
-  // has finished or rolled back.
-  const logDirs = holdLogDirLocks([...todo, ...skipped].map((s) => logDirOfSegment(s.path)));
+  // has finished or rolled back. Those the partitions were found in: a linked partition's real
+  // parent is not its broker's log dir.
+  const logDirs = holdLogDirLocks(planned.logDirs);
   let run: Awaited<ReturnType<typeof runConversions>>;
   try {
     for (const r of skipped) options.onSegment?.(r);

@@ -23,6 +23,11 @@ export interface ReadySegment {
   path: string;
   size: number;
   mtimeMs: number;
+  /**
+   * The log dir its partition was found in (walkLogDirs' `logDir`; a real path with realPaths):
+   * the `.lock` to take or probe. For a linked partition it is not dirname(dirname(path)).
+   */
+  logDir?: string;
 }
 
 export interface PartitionVerdict {
@@ -86,12 +91,16 @@ export function splitReady<S extends { mtimeMs: number }>(
   return out;
 }
 
-/** The ready segments of one partition directory; `names` are its entries (any order). */
+/**
+ * The ready segments of one partition directory; `names` are its entries (any order), `logDir`
+ * the log dir it was found in (given on to each ready segment).
+ */
 export async function evaluatePartition(
   dir: string,
   names: readonly string[],
   rules: ReadinessRules,
   now: number = Date.now(),
+  logDir?: string,
 ): Promise<PartitionVerdict> {
   const verdict: PartitionVerdict = { ready: [], notReady: 0 };
   // Only a partition log Kafka loads (never the KRaft metadata log), never a backup.
@@ -99,7 +108,13 @@ export async function evaluatePartition(
   const segments = await listSegments(dir, names);
   if (segments.length === 0) return verdict;
   const split = splitReady(segments, rules, now);
-  for (const s of split.ready) verdict.ready.push({ path: s.path, size: s.size, mtimeMs: s.mtimeMs });
+  for (const s of split.ready)
+    verdict.ready.push({
+      path: s.path,
+      size: s.size,
+      mtimeMs: s.mtimeMs,
+      ...(logDir === undefined ? {} : { logDir }),
+    });
   verdict.notReady = split.notReady.length;
   if (split.recheckAt !== undefined) verdict.recheckAt = split.recheckAt;
   return verdict;
@@ -123,9 +138,9 @@ export async function findReadySegments(
   let notReady = 0;
   const walked = await walkLogDirs(
     roots,
-    async (dir, names) => {
+    async (dir, names, logDir) => {
       partitions++;
-      const v = await evaluatePartition(dir, names, rules, now);
+      const v = await evaluatePartition(dir, names, rules, now, logDir);
       ready.push(...v.ready);
       notReady += v.notReady;
     },

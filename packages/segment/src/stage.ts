@@ -416,13 +416,27 @@ export async function openStageDir(stageDir: string, logDir: string, create: boo
 
 /**
  * Where a partition directory's segments are staged: its path relative to the log dir (a
- * partition dir given itself as the log dir keeps its name).
+ * partition dir given itself as the log dir keeps its name). A partition whose real path is not
+ * inside the log dir (linked in from another disk) has no place: StageDirError. Its relative path
+ * would lead out of the stage dir, and the commit's link(2) from the stage would cross filesystems;
+ * it is converted at the commit instead.
  */
 export function stagePartitionDir(stage: StageDir, partitionDir: string): string {
-  return path.join(
-    stage.root,
-    stage.logDirIsPartition ? path.basename(partitionDir) : path.relative(stage.logDir, partitionDir),
-  );
+  if (stage.logDirIsPartition) return path.join(stage.root, path.basename(partitionDir));
+  const rel = path.relative(stage.logDir, partitionDir);
+  if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel))
+    throw new StageDirError(
+      `partition dir ${partitionDir} is not inside the log dir ${stage.logDir} (a partition linked in from elsewhere): it cannot be staged; the commit converts it with the broker stopped`,
+      { file: partitionDir },
+    );
+  return path.join(stage.root, rel);
+}
+
+/** Whether `partitionDir` (a real path) can be staged in `stage` (stagePartitionDir does not throw). */
+export function stageable(stage: StageDir, partitionDir: string): boolean {
+  if (stage.logDirIsPartition) return true;
+  const rel = path.relative(stage.logDir, partitionDir);
+  return !(rel === '' || rel.startsWith('..') || path.isAbsolute(rel));
 }
 
 /**

@@ -19,7 +19,7 @@ import type { SegmentFile } from './discovery.js';
 import { exists } from './fs-util.js';
 import { removeIfExists } from './fsops.js';
 import { acquireFileLock, isStaleLockTemp } from './lock.js';
-import { holdLogDirLock } from './logdir-lock.js';
+import { holdLogDirLock, holdLogDirLocks } from './logdir-lock.js';
 import { type MigrateOptions, type MigrateResult, plan, runConversions } from './migrate.js';
 import { SegmentFiles, STAGE_LOCK_NAME } from './names.js';
 import { findReadySegments } from './readiness.js';
@@ -32,6 +32,7 @@ import {
   sameIdentity,
   sourceIdentity,
   sourcePartitionDir,
+  stageable,
   stagedBases,
   stageOptionsKey,
   stagePartitionDir,
@@ -131,6 +132,16 @@ async function prepare(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPh
   for (const s of scan.ready) {
     const files = SegmentFiles.ofLog(s.path)!;
     partitions.add(files.dir);
+    if (!stageable(stage, files.dir)) {
+      // Linked in from another disk: nothing staged (stagePartitionDir), the commit converts it.
+      const r = emptyReport(s.path);
+      r.result = 'skipped';
+      r.reason = 'linked-partition';
+      r.bytesIn = s.size;
+      skipped.push(r);
+      options.onSegment?.(r);
+      continue;
+    }
     const sp = stagePartitionDir(stage, files.dir);
     const record = await readStageRecord(sp, files.baseOffset);
     if (record !== undefined) {
@@ -183,8 +194,9 @@ export async function commitStage(logDir: string, options: TwoPhaseOptions): Pro
   const stage = await openStageDir(options.stageDir, logDir, false);
   if (options.backupDir) await assertBackupDirOutside(options.backupDir, [logDir]);
   // The broker must be stopped: its `.lock` is held from before the first write to the end (a
-  // partition dir given: its parent's).
-  const logDirLock = holdLogDirLock(stage.logDirIsPartition ? path.dirname(stage.logDir) : stage.logDir);
+  // partition dir given: the parent of its name as given, never of its real path, which for a
+  // linked partition is another disk's directory).
+  const logDirLock = holdLogDirLock(stage.logDirIsPartition ? path.dirname(path.resolve(logDir)) : logDir);
   try {
     return await withStageLock(stage, () => commit(stage, options));
   } finally {
@@ -201,11 +213,14 @@ async function commit(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPha
   for (const r of planned.skipped) options.onSegment?.(r);
   const key = stageOptionsKey(options);
   const { todo, skipped } = planned;
-  const spOf: string[] = [];
+  const spOf: (string | undefined)[] = [];
   const fresh: boolean[] = [];
   for (const s of todo) {
-    const sp = stagePartitionDir(stage, path.dirname(s.path));
-    const record = await readStageRecord(sp, s.baseOffset);
+    // A linked partition has nothing staged (prepare passed it over): converted as usual.
+    const sp = stageable(stage, path.dirname(s.path))
+      ? stagePartitionDir(stage, path.dirname(s.path))
+      : undefined;
+    const record = sp === undefined ? undefined : await readStageRecord(sp, s.baseOffset);
     // Only to pick the thread: convertSegment checks it all (samples too) under the locks.
     fresh.push(
       record !== undefined &&
@@ -215,15 +230,25 @@ async function commit(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPha
     spOf.push(sp);
   }
   const { stageDir: _s, ...rest } = options;
-  const { results, mode, interrupted } = await runConversions(
-    {
-      todo,
-      optionsFor: (i) => ({ inPlace: true, fromStage: spOf[i] }),
-      inMain: (i) => fresh[i],
-      partitionOf: (i) => spOf[i],
-    },
-    rest,
-  );
+  // Also the log dirs the partitions were found in (a parent of log dirs given, a linked
+  // partition's), all before the first write: shared with the one held above.
+  const logDirs = holdLogDirLocks(planned.logDirs);
+  let run: Awaited<ReturnType<typeof runConversions>>;
+  try {
+    run = await runConversions(
+      {
+        todo,
+        optionsFor: (i) =>
+          spOf[i] === undefined ? { inPlace: true } : { inPlace: true, fromStage: spOf[i] },
+        inMain: (i) => fresh[i],
+        partitionOf: (i) => spOf[i] ?? path.dirname(todo[i].path),
+      },
+      rest,
+    );
+  } finally {
+    logDirs.release();
+  }
+  const { results, mode, interrupted } = run;
   for (const r of results) {
     if (r.stage === 'committed') c.staged++;
     else {
