@@ -1,6 +1,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import {
   closeSync,
+  mkdirSync,
   openSync,
   readdirSync,
   readFileSync,
@@ -8,6 +9,7 @@ import {
   realpathSync,
   rmSync,
   statSync,
+  symlinkSync,
   utimesSync,
   writeFileSync,
   writeSync,
@@ -499,6 +501,46 @@ describe('a log dir whose .lock someone else holds (a broker, another seglift)',
         holder.stdin.end();
         await new Promise((resolve) => holder.once('exit', resolve));
       }
+    },
+  );
+
+  needs(python3).it(
+    'a partition linked in from another disk (t-0 -> OTHER/t-0): the log dir holding the link is the one locked',
+    async () => {
+      const root = tmpDir();
+      const dir = path.join(root, 'kafka-logs');
+      const other = path.join(root, 'disk2');
+      const part = path.join(other, 't-0');
+      writeSegment(part, 0n, legacy(0, 10));
+      writeSegment(part, 10n, legacy(10, 3));
+      mkdirSync(dir);
+      symlinkSync(part, path.join(dir, 't-0'));
+      writeFileSync(path.join(dir, '.lock'), '');
+      const holder = spawn(
+        'python3',
+        [
+          '-c',
+          'import fcntl,sys\nf=open(sys.argv[1],"r+")\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint("locked",flush=True)\nsys.stdin.read()',
+          path.join(dir, '.lock'),
+        ],
+        { stdio: ['pipe', 'pipe', 'inherit'] },
+      );
+      try {
+        await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()));
+        const before = listing(other);
+        const m = await run(['migrate', dir, '--codec', 'zstd']);
+        expect(m).toEqual({ code: 2, stdout: '', stderr: refused(dir, holder.pid) });
+        // A segment named through the link: the path as given names the log dir.
+        const c = await run(['convert', path.join(dir, 't-0', '00000000000000000000.log'), '--in-place']);
+        expect(c).toEqual({ code: 2, stdout: '', stderr: refused(dir, holder.pid) });
+        expect(listing(other)).toEqual(before);
+      } finally {
+        holder.stdin.end();
+        await new Promise((resolve) => holder.once('exit', resolve));
+      }
+      const m = await run(['migrate', dir, '--codec', 'zstd', '--json']);
+      expect(m.code, m.stderr).toBe(0);
+      expect(JSON.parse(lines(m.stdout).at(-1)!)).toMatchObject({ converted: 1, failed: 0 });
     },
   );
 });
