@@ -85,21 +85,32 @@ export interface WalkResult {
  * visited once by real path (two names for one partition, a link loop). Confining the real path
  * to configured roots is the converting caller's (migrate's plan, the worker).
  *
- * `logDir` is the directory the partition was found in, as walked (a root that is itself a
- * partition dir: its parent): the log dir whose `.lock` a broker serving it holds. A linked
- * partition's real parent is another disk's directory, whose `.lock` no broker takes, so every
- * lock taker and probe must use this, never `dirname(dir)`.
+ * `logDirs` are the directories the partition was found in, as walked (a root that is itself a
+ * partition dir: its parent as given): the log dirs whose `.lock` a broker serving it holds. A
+ * linked partition's real parent is another disk's directory, whose `.lock` no broker takes, so
+ * every lock taker and probe must use these, never `dirname(dir)`. Found under several (roots
+ * holding both the link and the directory it leads to): all of them, to be locked or probed all;
+ * `logDir` is the first, one holding it through a link when there is one (where a broker loads it).
+ * Partitions are reported once the walk is done, when every way to each is known.
  */
 export async function walkLogDirs(
   roots: readonly string[],
-  onPartition: (dir: string, names: string[], logDir: string) => void | Promise<void>,
+  onPartition: (
+    dir: string,
+    names: string[],
+    logDir: string,
+    logDirs: readonly string[],
+  ) => void | Promise<void>,
   options: WalkOptions = {},
 ): Promise<WalkResult> {
   const maxDepth = options.maxDepth ?? 4;
   const parallelism = options.parallelism ?? 32;
   const result: WalkResult = { roots: [], missingRoots: [], ignored: [] };
-  const pending: Array<{ dir: string; real: string; depth: number; logDir: string }> = [];
+  const pending: Array<{ dir: string; real: string; depth: number; logDir: string; linked: boolean }> = [];
   const seen = new Set<string>();
+  // Every log dir each directory was reached from (by real path), links first; the partitions.
+  const via = new Map<string, string[]>();
+  const partitions: Array<{ dir: string; real: string; names: string[] }> = [];
   for (const root of roots) {
     const real = await realpath(root).catch(() => undefined);
     const resolved = options.realPaths ? real : real === undefined ? undefined : path.resolve(root);
@@ -109,10 +120,19 @@ export async function walkLogDirs(
       // A root that is a partition dir (maybe a link) lies in the directory of its name as given.
       const parent = path.dirname(path.resolve(root));
       const logDir = options.realPaths ? await realpath(parent).catch(() => parent) : parent;
-      pending.push({ dir: resolved, real, depth: 0, logDir });
+      pending.push({ dir: resolved, real, depth: 0, logDir, linked: true });
     }
   }
-  const visit = async (dir: string, real: string, depth: number, logDir: string): Promise<void> => {
+  const visit = async (
+    dir: string,
+    real: string,
+    depth: number,
+    logDir: string,
+    linked: boolean,
+  ): Promise<void> => {
+    const from = via.get(real) ?? [];
+    if (!from.includes(logDir)) linked ? from.unshift(logDir) : from.push(logDir);
+    via.set(real, from);
     if (seen.has(real)) return;
     seen.add(real);
     let entries: Dirent[];
@@ -137,7 +157,7 @@ export async function walkLogDirs(
     if (entries.some((e) => !e.isDirectory() && parseSegmentName(e.name) !== undefined)) {
       const why = notAPartitionLog(path.basename(dir));
       if (why) result.ignored.push({ dir, reason: why });
-      else await onPartition(dir, names, logDir);
+      else partitions.push({ dir, real, names });
       return;
     }
     if (depth >= maxDepth) return;
@@ -145,7 +165,8 @@ export async function walkLogDirs(
       if (e.name.startsWith('.')) continue;
       let child = path.join(dir, e.name);
       let childReal = path.join(real, e.name);
-      if (e.isSymbolicLink()) {
+      const linked = e.isSymbolicLink();
+      if (linked) {
         const target = await realpath(child).catch(() => undefined); // dangling: nothing to load
         if (target === undefined || !(await stat(target).catch(() => undefined))?.isDirectory()) continue;
         child = target;
@@ -153,7 +174,7 @@ export async function walkLogDirs(
       } else if (!e.isDirectory()) continue;
       // Kafka's own directories are named, never read: an operator sees what was passed over.
       if (isKafkaInternalDir(e.name)) result.ignored.push({ dir: child, reason: notAPartitionLog(e.name)! });
-      else pending.push({ dir: child, real: childReal, depth: depth + 1, logDir: dir });
+      else pending.push({ dir: child, real: childReal, depth: depth + 1, logDir: dir, linked });
     }
   };
   // A pool of `parallelism` readers over a growing list of directories.
@@ -165,9 +186,9 @@ export async function walkLogDirs(
         return;
       }
       while (active < parallelism && pending.length > 0) {
-        const { dir, real, depth, logDir } = pending.pop()!;
+        const { dir, real, depth, logDir, linked } = pending.pop()!;
         active++;
-        visit(dir, real, depth, logDir).then(() => {
+        visit(dir, real, depth, logDir, linked).then(() => {
           active--;
           pump();
         }, reject);
@@ -175,6 +196,13 @@ export async function walkLogDirs(
     };
     pump();
   });
+  for (let i = 0; i < partitions.length; i += parallelism)
+    await Promise.all(
+      partitions.slice(i, i + parallelism).map(async ({ dir, real, names }) => {
+        const logDirs = via.get(real)!;
+        await onPartition(dir, names, logDirs[0], logDirs);
+      }),
+    );
   result.ignored.sort((a, b) => a.dir.localeCompare(b.dir));
   return result;
 }
@@ -182,8 +210,8 @@ export async function walkLogDirs(
 export interface PartitionDirs {
   /** Directories Kafka loads as partition logs that hold at least one segment, sorted. */
   partitions: string[];
-  /** The log dir each partition was found in (walkLogDirs' `logDir`), by partition dir. */
-  logDirs: Map<string, string>;
+  /** The log dirs each partition was found in (walkLogDirs' `logDirs`), by partition dir. */
+  logDirs: Map<string, readonly string[]>;
   /** Directories holding segments that Kafka never loads as a partition log, and backups. */
   ignored: IgnoredDir[];
 }
@@ -191,12 +219,12 @@ export interface PartitionDirs {
 /** Partition directories under `root` (itself included), by the walker's rules. */
 export async function findPartitionDirs(root: string, maxDepth = 4): Promise<PartitionDirs> {
   const partitions: string[] = [];
-  const logDirs = new Map<string, string>();
+  const logDirs = new Map<string, readonly string[]>();
   const { ignored } = await walkLogDirs(
     [root],
-    (dir, _names, logDir) => {
+    (dir, _names, _logDir, all) => {
       partitions.push(dir);
-      logDirs.set(dir, logDir);
+      logDirs.set(dir, all);
     },
     { maxDepth },
   );
@@ -216,8 +244,8 @@ export async function isActiveSegment(logPath: string): Promise<boolean> {
 
 export interface PartitionSegments {
   partitionDir: string;
-  /** The log dir it was found in (its `.lock` is the broker's): walkLogDirs' `logDir`. */
-  logDir: string;
+  /** The log dirs it was found in (their `.lock` is the broker's): walkLogDirs' `logDirs`. */
+  logDirs: readonly string[];
   /** Every segment, by base offset. */
   segments: SegmentFile[];
   /** The highest base offset's segment. */
@@ -242,7 +270,7 @@ export async function findPartitionSegments(
     const active = segments[segments.length - 1];
     partitions.push({
       partitionDir: dir,
-      logDir: logDirs.get(dir)!,
+      logDirs: logDirs.get(dir)!,
       segments,
       active,
       eligible: options.includeActive ? segments : segments.slice(0, -1),

@@ -257,7 +257,13 @@ describe('a partition linked into the log dir from another directory', () => {
       [path.join(logDir, 't-0'), logDir],
       [path.join(other, 't-0'), logDir],
     ]);
-    expect((await findPartitionSegments(logDir)).partitions.map((p) => p.logDir)).toEqual([logDir]);
+    expect((await findPartitionSegments(logDir)).partitions.map((p) => p.logDirs)).toEqual([[logDir]]);
+    // A root holding both the log dir and the directory the link leads to: both, the link's first
+    // (the walk's order does not decide which .lock is taken).
+    const both = await findPartitionSegments(path.dirname(logDir));
+    expect(both.partitions.map((p) => [p.partitionDir, p.logDirs])).toEqual([
+      [path.join(other, 't-0'), [logDir, other]],
+    ]);
   });
 
   it("migrate holds the log dir's .lock while it converts it (not the real parent's)", async () => {
@@ -326,6 +332,10 @@ needs(python3).describe('a linked partition beside a process holding the log dir
     try {
       const before = await listing(other);
       await expect(migrate([logDir], { codec: 'zstd', mode: 'inline' })).rejects.toThrow(
+        refusal(logDir, holder.pid),
+      );
+      // A parent of both the log dir and the link's target: the log dir's lock is taken too.
+      await expect(migrate([path.dirname(logDir)], { codec: 'zstd', mode: 'inline' })).rejects.toThrow(
         refusal(logDir, holder.pid),
       );
       // The partition dir given through the link: its name's parent is the log dir.

@@ -96,7 +96,7 @@ export async function plan(dirs: string[], options: MigrateOptions): Promise<Pla
           );
         });
       p.partitions++;
-      if (!p.logDirs.includes(part.logDir)) p.logDirs.push(part.logDir);
+      for (const l of part.logDirs) if (!p.logDirs.includes(l)) p.logDirs.push(l);
       const { ready, notReady } = splitReady(part.segments, rules, now);
       p.todo.push(...ready);
       for (const s of notReady) {

@@ -24,10 +24,10 @@ export interface ReadySegment {
   size: number;
   mtimeMs: number;
   /**
-   * The log dir its partition was found in (walkLogDirs' `logDir`; a real path with realPaths):
-   * the `.lock` to take or probe. For a linked partition it is not dirname(dirname(path)).
+   * The log dirs its partition was found in (walkLogDirs' `logDirs`, real paths with realPaths):
+   * the `.lock`s to take or probe. For a linked partition not dirname(dirname(path)).
    */
-  logDir?: string;
+  logDirs?: readonly string[];
 }
 
 export interface PartitionVerdict {
@@ -92,15 +92,15 @@ export function splitReady<S extends { mtimeMs: number }>(
 }
 
 /**
- * The ready segments of one partition directory; `names` are its entries (any order), `logDir`
- * the log dir it was found in (given on to each ready segment).
+ * The ready segments of one partition directory; `names` are its entries (any order), `logDirs`
+ * the log dirs it was found in (given on to each ready segment).
  */
 export async function evaluatePartition(
   dir: string,
   names: readonly string[],
   rules: ReadinessRules,
   now: number = Date.now(),
-  logDir?: string,
+  logDirs?: readonly string[],
 ): Promise<PartitionVerdict> {
   const verdict: PartitionVerdict = { ready: [], notReady: 0 };
   // Only a partition log Kafka loads (never the KRaft metadata log), never a backup.
@@ -113,7 +113,7 @@ export async function evaluatePartition(
       path: s.path,
       size: s.size,
       mtimeMs: s.mtimeMs,
-      ...(logDir === undefined ? {} : { logDir }),
+      ...(logDirs === undefined ? {} : { logDirs }),
     });
   verdict.notReady = split.notReady.length;
   if (split.recheckAt !== undefined) verdict.recheckAt = split.recheckAt;
@@ -138,9 +138,9 @@ export async function findReadySegments(
   let notReady = 0;
   const walked = await walkLogDirs(
     roots,
-    async (dir, names, logDir) => {
+    async (dir, names, _logDir, logDirs) => {
       partitions++;
-      const v = await evaluatePartition(dir, names, rules, now, logDir);
+      const v = await evaluatePartition(dir, names, rules, now, logDirs);
       ready.push(...v.ready);
       notReady += v.notReady;
     },
