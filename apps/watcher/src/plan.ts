@@ -5,7 +5,7 @@
  * nothing in the log dir written), and the commit is the operator's, with the broker stopped
  * (`seglift migrate <log dir> --commit`). Without a stage dir nothing is queued there.
  */
-import { stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { type Config, pipelineOptions } from '@seglift/config';
 import type { Logger } from '@seglift/observability';
@@ -19,6 +19,7 @@ import {
   SegmentFiles,
   type StageDir,
   sourceIdentity,
+  stageable,
   stageOptionsKey,
   stagePartitionDir,
   walkLogDirs,
@@ -44,9 +45,13 @@ export interface PlannedJobs {
   segments: Array<{ path: string; queued: SegmentJobData; stage?: StageDir }>;
 }
 
-/** The log dir of a segment: its partition directory's parent (where Kafka keeps `.lock`). */
-export function logDirOf(segmentPath: string): string {
-  return dirname(dirname(segmentPath));
+/**
+ * The log dirs of a segment, where Kafka keeps `.lock`: those its partition was found in (a walked
+ * segment's `logDirs`: for a partition linked in from another disk not its real path's parent),
+ * else its partition directory's parent as named.
+ */
+export function logDirsOf(segment: { path: string; logDirs?: readonly string[] }): readonly string[] {
+  return segment.logDirs?.length ? segment.logDirs : [dirname(dirname(segment.path))];
 }
 
 export class JobPlanner {
@@ -113,8 +118,8 @@ export class JobPlanner {
     const found = new Set<string>();
     await walkLogDirs(
       this.config.roots,
-      async (dir) => {
-        found.add(dirname(dir));
+      async (_dir, _names, _logDir, logDirs) => {
+        for (const l of logDirs) found.add(l);
       },
       { realPaths: true },
     );
@@ -146,23 +151,43 @@ export class JobPlanner {
         out.changed++;
         continue;
       }
-      const logDir = logDirOf(r.path);
-      let p = placements.get(logDir);
-      if (p === undefined) {
-        p = await this.placement(logDir);
-        placements.set(logDir, p);
+      // Where the partition was found (a linked one's real parent is another disk's directory,
+      // whose .lock no broker holds), by real path: one key per log dir, however it was named.
+      // Found under several: any held one decides (refused first, then prepare).
+      let logDir = '';
+      let p: Placement | undefined;
+      for (const named of logDirsOf(r)) {
+        const l = await realpath(named).catch(() => named);
+        let q = placements.get(l);
+        if (q === undefined) {
+          q = await this.placement(l);
+          placements.set(l, q);
+        }
+        const rank = (x: Placement) => (x.kind === 'refused' ? 2 : x.kind === 'prepare' ? 1 : 0);
+        if (p === undefined || rank(q) > rank(p)) [p, logDir] = [q, l];
       }
+      if (p === undefined) continue;
       if (p.kind === 'refused') {
         out.refused.set(logDir, p.reason);
         continue;
       }
       if (p.kind === 'in-place') {
-        out.jobs.push(state);
-        out.segments.push({ path: r.path, queued: state });
+        const job: SegmentJobData = { ...state, logDir };
+        out.jobs.push(job);
+        out.segments.push({ path: r.path, queued: job });
         continue;
       }
       out.held.add(logDir);
-      const job: SegmentJobData = { ...state, mode: 'prepare', stageDir: p.stage.root };
+      if (!stageable(p.stage, dirname(r.path))) {
+        // Linked in from another disk: it cannot be staged (stagePartitionDir); the commit, with
+        // the broker stopped, converts it.
+        out.refused.set(
+          dirname(r.path),
+          `partition ${dirname(r.path)} is linked into the running broker's log dir ${logDir} from outside it: it cannot be prepared in the stage dir; \`seglift migrate ${logDir} --commit\` converts it with the broker stopped`,
+        );
+        continue;
+      }
+      const job: SegmentJobData = { ...state, mode: 'prepare', stageDir: p.stage.root, logDir };
       out.segments.push({ path: r.path, queued: job, stage: p.stage });
       if (await this.isStaged(p.stage, r.path, options)) out.alreadyStaged++;
       else out.jobs.push(job);

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   appendFileSync,
@@ -9,6 +9,7 @@ import {
   realpathSync,
   rmSync,
   statSync,
+  symlinkSync,
   utimesSync,
   writeFileSync,
 } from 'node:fs';
@@ -435,6 +436,51 @@ needs(redisServer, python3).describe("the watcher beside a running broker (its l
       await h.close();
       await lock.release();
     }
+    await queue.close();
+    conn.disconnect();
+  });
+
+  it('a partition linked in from another disk: the log dir holding the link decides, never its real parent', async () => {
+    const { name, logDir, config, conn, queue } = setup(undefined);
+    // t-0 moved to another directory (within the roots) and linked back, as Kafka loads it.
+    const other = join(tmp, name, 'disk2');
+    mkdirSync(other);
+    rmSync(join(logDir, 't-1'), { recursive: true });
+    execFileSync('mv', [join(logDir, 't-0'), join(other, 't-0')]);
+    symlinkSync(join(other, 't-0'), join(logDir, 't-0'));
+    const lock = await holdLogDirLock(logDir);
+    try {
+      const before = snapshotDir(other);
+      const r = await runOnce({ config, queue, redis: conn });
+      expect(r).toMatchObject({ ready: 1, queued: 0, ok: false });
+      expect(r.refused).toEqual([
+        { logDir, reason: expect.stringMatching(/belongs to a running Kafka broker/) },
+      ]);
+      // With a stage dir: the linked partition cannot be staged (another disk); nothing queued.
+      const staged = await runOnce({
+        config: { ...config, stageDir: join(tmp, name, 'stage') },
+        queue,
+        redis: conn,
+      });
+      expect(staged).toMatchObject({ queued: 0, prepared: [logDir] });
+      expect(staged.refused).toEqual([
+        {
+          logDir: join(other, 't-0'),
+          reason: expect.stringMatching(/linked into the running broker's log dir/),
+        },
+      ]);
+      expect(await queue.count()).toBe(0);
+      expect(snapshotDir(other)).toEqual(before);
+    } finally {
+      await lock.release();
+    }
+    // The broker stopped: an in-place job that names the log dir it was found in.
+    const free = await runOnce({ config, queue, redis: conn });
+    expect(free).toMatchObject({ queued: 1, refused: [] });
+    const jobs = await queue.getJobs(['waiting']);
+    expect(jobs.map((j) => [j.data.path, j.data.mode, j.data.logDir])).toEqual([
+      [join(other, 't-0', seg(0)), undefined, logDir],
+    ]);
     await queue.close();
     conn.disconnect();
   });

@@ -85,7 +85,8 @@ export function startWatching(options: WatchOptions): WatchHandle {
     } catch {
       return; // directory removed
     }
-    const verdict = await evaluatePartition(dir, names, config.readiness);
+    // The partition as chokidar names it, under the roots: its parent is the log dir.
+    const verdict = await evaluatePartition(dir, names, config.readiness, Date.now(), [dirname(dir)]);
     const enq = await queueReady(verdict.ready);
     if (enq.queued > 0)
       logger?.info({ dir, queued: enq.queued, prepare: enq.held.size > 0 }, 'queued segments');

@@ -20,6 +20,8 @@ export const PERMANENT_CODES: ReadonlySet<string> = new Set([
   'OWNERSHIP',
   'KAFKA_LEFTOVERS',
   'STAGE_DIR',
+  // A job's log dir that does not hold its partition: the same on every attempt.
+  'LOG_DIR_UNKNOWN',
   // Not the file judged ready: converting it would swap out a file still being written.
   'SEGMENT_CHANGED',
 ]);

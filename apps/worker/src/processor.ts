@@ -12,6 +12,7 @@ import {
   tryLease,
 } from '@seglift/queue';
 import {
+  assertLogDirHolds,
   type ConvertOptions,
   holdLogDirLock,
   isActiveSegment,
@@ -78,7 +79,9 @@ async function segmentOf(
   job: Job,
   config: Config,
   redis: Redis,
-): Promise<{ logPath: string; size: number; queued: SegmentFileState; stageDir?: string } | JobResult> {
+): Promise<
+  { logPath: string; size: number; queued: SegmentFileState; stageDir?: string; logDir: string } | JobResult
+> {
   const parsed = SegmentJobSchema.safeParse(job.data);
   if (!parsed.success) {
     throw new UnrecoverableError(
@@ -125,6 +128,21 @@ async function segmentOf(
       throw toJobError(err);
     }
   }
+  // The log dir whose .lock is taken (in place) and that the stage serves (prepare): the one the
+  // watcher found the partition in, which for a partition linked in from another disk is not its
+  // real path's grandparent. Not trusted: within the roots and holding the partition, or the job
+  // fails (LOG_DIR_UNKNOWN): never another directory's .lock instead of the broker's.
+  let logDir = dirname(dirname(logPath));
+  if (parsed.data.logDir !== undefined) {
+    try {
+      logDir = await assertLogDirHolds(
+        await resolveWithinRoots(parsed.data.logDir, config.roots),
+        dirname(logPath),
+      );
+    } catch (err) {
+      throw toJobError(err);
+    }
+  }
   // A prepare reads beside a running broker: never its active segment, whatever the rules say.
   if ((config.readiness.requireRolled || stageDir !== undefined) && (await isActiveSegment(logPath))) {
     throw toJobError({
@@ -149,7 +167,7 @@ async function segmentOf(
     await markDone(redis, config, now);
     return finished(logPath, 'skipped', 'already-target-codec', size);
   }
-  return { logPath, size, queued, stageDir };
+  return { logPath, size, queued, stageDir, logDir };
 }
 
 /** One signal aborted by any of `signals`, with the first one's reason. */
@@ -173,7 +191,7 @@ export function createProcessor(deps: ProcessorDeps) {
       );
       return segment;
     }
-    const { logPath, size, queued, stageDir } = segment;
+    const { logPath, size, queued, stageDir, logDir } = segment;
     const dir = dirname(logPath);
     const log = childLogger(logger, { jobId: job.id, segment: logPath, partition: basename(dir) });
     const lease = await tryLease(redis, partitionLeaseKey(config, dir), config.worker.lockDurationMs);
@@ -196,7 +214,7 @@ export function createProcessor(deps: ProcessorDeps) {
     try {
       let report: SegmentReport;
       try {
-        report = await convert(job, logPath, size, queued, lease, bullSignal, stageDir);
+        report = await convert(job, logPath, logDir, size, queued, lease, bullSignal, stageDir);
       } catch (err) {
         // The pool reports failures; a converter that throws (a test's, or a bug) is classified.
         await requeueIfShuttingDown();
@@ -245,6 +263,7 @@ export function createProcessor(deps: ProcessorDeps) {
   async function convert(
     job: Job,
     logPath: string,
+    logDir: string,
     size: number,
     queued: SegmentFileState,
     lease: PartitionLease,
@@ -270,14 +289,11 @@ export function createProcessor(deps: ProcessorDeps) {
             },
           }
         : {
-            stageDir: stagePartitionDir(
-              await openStageDir(stageDir, dirname(dirname(logPath)), true),
-              dirname(logPath),
-            ),
+            stageDir: stagePartitionDir(await openStageDir(stageDir, logDir, true), dirname(logPath)),
           };
     // In place: the log dir's .lock, as a broker holds it, for the whole conversion (shared by
     // this process's jobs; a broker holding it refuses the job: classify.ts).
-    const logDirLock = stageDir === undefined ? holdLogDirLock(dirname(dirname(logPath))) : undefined;
+    const logDirLock = stageDir === undefined ? holdLogDirLock(logDir) : undefined;
     try {
       return await deps.convert(logPath, {
         ...pipeline,

@@ -9,10 +9,11 @@ import {
   renameSync,
   rmSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { type Config, loadConfig } from '@seglift/config';
 import { CorruptRecordError, type SegliftError } from '@seglift/format';
 import { createLogger, createMetrics, metricsSnapshot } from '@seglift/observability';
@@ -22,6 +23,7 @@ import {
   type ConvertOptions,
   emptyReport,
   LogDirLockedError,
+  logDirLockHolder,
   type SegmentReport,
 } from '@seglift/segment';
 import { needs, python3, redisServer, startRedis, type TestRedis } from '@seglift/testkit';
@@ -450,6 +452,79 @@ needs(redisServer).describe('worker with a real Redis', () => {
         broker.stdin.end();
         await new Promise((resolve) => broker.once('exit', resolve));
         rmSync(join(root, '.lock'));
+        await w.shutdown();
+        await Promise.all([queue.close(), events.close()]);
+        conn.disconnect();
+      }
+    },
+  );
+
+  needs(python3).it(
+    "a job of a partition linked into a log dir takes that log dir's .lock (the job's logDir, checked), never its real parent's",
+    async () => {
+      const { config, dir, conn, queue, events } = setup([seg(0), seg(10)]);
+      // The log dir L holds `t-0 -> dir`: the partition's real parent (root) is not L.
+      const logDir = join(root, `${basename(dir)}-logs`);
+      mkdirSync(logDir);
+      symlinkSync(dir, join(logDir, 't-0'));
+      const stranger = join(root, `${basename(dir)}-stranger`);
+      mkdirSync(stranger);
+      const seen: ({ pid: number } | undefined)[] = [];
+      const calls: string[] = [];
+      const convert: ConvertFn = async (p) => {
+        calls.push(p);
+        seen.push(logDirLockHolder(logDir));
+        return report(p, { result: 'skipped', reason: 'already-target-codec' });
+      };
+      writeFileSync(join(logDir, '.lock'), '');
+      const broker = spawn(
+        'python3',
+        [
+          '-c',
+          'import fcntl,sys\nf=open(sys.argv[1],"r+")\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint("locked",flush=True)\nsys.stdin.read()',
+          join(logDir, '.lock'),
+        ],
+        { stdio: ['pipe', 'pipe', 'inherit'] },
+      );
+      await new Promise<void>((resolve) => broker.stdout.once('data', () => resolve()));
+      const w = await startWorker({ config, logger, convert });
+      const path = join(dir, seg(0));
+      try {
+        const held = await finished(await add(queue, config, { path, size: 1, mtimeMs: 1, logDir }), events);
+        expect(held.ok).toBe(false);
+        expect(JSON.parse(String(held.value))).toMatchObject({
+          code: 'LOG_DIR_LOCKED',
+          message: expect.stringContaining(`log dir ${logDir} is locked by pid ${broker.pid}`),
+        });
+        // A log dir that does not hold the partition: failed, never trusted.
+        const wrong = await finished(
+          await add(queue, config, { path, size: 1, mtimeMs: 1, logDir: stranger }),
+          events,
+        );
+        expect(wrong.ok).toBe(false);
+        expect(JSON.parse(String(wrong.value))).toMatchObject({
+          name: 'LogDirUnknownError',
+          code: 'LOG_DIR_UNKNOWN',
+          message: expect.stringContaining(`log dir ${stranger} does not hold the partition ${dir}`),
+        });
+        // Outside the roots: failed too.
+        const out = await finished(
+          await add(queue, config, { path, size: 1, mtimeMs: 1, logDir: outside }),
+          events,
+        );
+        expect(JSON.parse(String(out.value))).toMatchObject({ code: 'PATH_OUTSIDE_ROOTS' });
+        expect(calls).toEqual([]);
+      } finally {
+        broker.stdin.end();
+        await new Promise((resolve) => broker.once('exit', resolve));
+      }
+      try {
+        const free = await finished(await add(queue, config, { path, size: 1, mtimeMs: 1, logDir }), events);
+        expect(free).toMatchObject({ ok: true, value: { result: 'skipped' } });
+        // Held by this worker during the conversion.
+        expect(seen).toEqual([{ pid: -1 }]);
+        expect(logDirLockHolder(logDir)).toBeUndefined();
+      } finally {
         await w.shutdown();
         await Promise.all([queue.close(), events.close()]);
         conn.disconnect();

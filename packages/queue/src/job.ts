@@ -41,6 +41,17 @@ export const SegmentJobSchema = z
      * 'convert' (in place). Prepare jobs have their own job ids (segmentJobId).
      */
     mode: z.enum(['convert', 'prepare']).optional(),
+    /**
+     * The log dir the partition was found in (absolute): whose `.lock` a broker serving it holds.
+     * For a partition linked in from another disk it is not the real path's grandparent. The
+     * worker checks it holds the partition; absent: dirname(dirname(real path)). Not in the job id.
+     */
+    logDir: z
+      .string()
+      .min(1)
+      .max(4096)
+      .refine(isAbsolute, { message: 'must be an absolute path' })
+      .optional(),
     /** The stage dir of a prepare job (absolute, within the worker's roots). */
     stageDir: z
       .string()
@@ -156,6 +167,7 @@ export function jobData(s: SegmentJobData): SegmentJobData {
   if (s.ino !== undefined) d.ino = s.ino;
   if (s.ctimeNs !== undefined) d.ctimeNs = s.ctimeNs;
   if (s.mode === 'prepare') Object.assign(d, { mode: 'prepare', stageDir: s.stageDir });
+  if (s.logDir !== undefined) d.logDir = s.logDir;
   return d;
 }
 
