@@ -295,8 +295,10 @@ needs(nobodyRunsCli).describe('permission denied (EACCES): seglift convert run a
     chmodSync(dir, 0o755);
     const log = await writeSegment(dir, mixedSegment().bytes);
     const pdir = path.dirname(log);
-    // Owned by nobody (the broker's user), in a directory nobody cannot write.
+    // Owned by nobody (the broker's user), in a directory nobody cannot write; the log dir is
+    // nobody's, as a broker's is, so its .lock is taken and the partition dir is what fails.
     await chown(log, uid, gid);
+    await chown(dir, uid, gid);
     await chmod(pdir, 0o555);
     const before = await sha256(log);
     const a = asNobody(['convert', '--in-place', '--codec', 'zstd', log]);
@@ -324,9 +326,18 @@ needs(nobodyRunsCli).describe('permission denied (EACCES): seglift convert run a
     // give them root's ownership, and a broker running as root would then own files it did not write.
     await chown(pdir, uid, gid);
     const before = await sha256(log);
+    // The log dir is root's too: nobody cannot even take its .lock, the first thing an in-place
+    // run does, and is told whom to run as.
     const a = asNobody(['convert', '--in-place', '--codec', 'zstd', log]);
     expect(a.status).toBe(1);
-    expect(a.stderr).toMatch(/error\[OWNERSHIP\]: owned by root \(uid 0\).*run it as root \(uid 0\)/);
+    expect(a.stderr).toMatch(
+      /error\[OWNERSHIP\]: cannot take the log dir's lock \(EACCES\): log dir .*, owned by root \(uid 0\); seglift runs as nobody .*: run it as root \(uid 0\) \(file .*\.lock\)/,
+    );
+    // A log dir nobody may write in: the lock is taken, and the segment root owns is refused.
+    await chown(dir, uid, gid);
+    const b = asNobody(['convert', '--in-place', '--codec', 'zstd', log]);
+    expect(b.status).toBe(1);
+    expect(b.stderr).toMatch(/error\[OWNERSHIP\]: owned by root \(uid 0\).*: run it as root \(uid 0\) \(file /);
     expect(await sha256(log)).toBe(before);
     await onlyOriginals(pdir, ['00000000000000000000.log']);
     await rm(dir, { recursive: true, force: true });

@@ -13,7 +13,15 @@
  *   a double of seconds: microseconds at best).
  * Only 64-bit Linux with glibc or musl: the struct layouts below are those.
  */
-import koffi from 'koffi';
+import { createRequire } from 'node:module';
+import type * as Koffi from 'koffi';
+
+// Loaded on first use (about 20 ms): inspect, verify and --version never take a lock.
+let koffiModule: typeof Koffi | undefined;
+function koffi(): typeof Koffi {
+  koffiModule ??= createRequire(import.meta.url)('koffi') as typeof Koffi;
+  return koffiModule;
+}
 
 const F_OFD_GETLK = 36;
 const F_OFD_SETLK = 37;
@@ -52,26 +60,27 @@ function libc(): Libc {
       `seglift's log dir lock needs 64-bit Linux (this is ${process.platform}/${process.arch})`,
     );
   // dlopen(NULL): the C library node itself is linked against, glibc or musl alike.
-  const lib = koffi.load(null as unknown as string);
+  const k = koffi();
+  const lib = k.load(null as unknown as string);
   // struct flock of <fcntl.h> on 64-bit Linux: short, short, off_t, off_t, pid_t (32 bytes).
-  const flock = koffi.struct({
+  const flock = k.struct({
     l_type: 'short',
     l_whence: 'short',
     l_start: 'int64',
     l_len: 'int64',
     l_pid: 'int',
   });
-  const timespec = koffi.struct({ tv_sec: 'int64', tv_nsec: 'long' });
+  const timespec = k.struct({ tv_sec: 'int64', tv_nsec: 'long' });
   // fcntl is variadic in C; with an int and a pointer the 64-bit Linux calling conventions pass
   // the third argument exactly as a fixed one.
-  const fcntlLock = lib.func('fcntl', 'int', ['int', 'int', koffi.inout(koffi.pointer(flock))]);
-  const utimensat = lib.func('utimensat', 'int', ['int', 'str', koffi.pointer(timespec), 'int']);
+  const fcntlLock = lib.func('fcntl', 'int', ['int', 'int', k.inout(k.pointer(flock))]);
+  const utimensat = lib.func('utimensat', 'int', ['int', 'str', k.pointer(timespec), 'int']);
   bound = { fcntlLock, utimensat };
   return bound;
 }
 
 function lastErrno(): number {
-  return koffi.errno();
+  return koffi().errno();
 }
 
 /** Mirrors a Node fs error, so callers and messages treat it as one. */

@@ -16,6 +16,7 @@ import path from 'node:path';
 import { LogDirLockedError, LogDirUnknownError, SegmentIoError } from './errors.js';
 import { lockHolder, tryLockWholeFile } from './libc.js';
 import { LOG_DIR_LOCK_NAME } from './names.js';
+import { logDirLockDenied } from './ownership.js';
 
 export interface LogDirLock {
   readonly logDir: string;
@@ -59,6 +60,9 @@ export function acquireLogDirLock(logDir: string): LogDirLock {
       }
     }
   } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EACCES' || code === 'EPERM')
+      throw logDirLockDenied(logDir, lockPath, err as NodeJS.ErrnoException);
     throw new SegmentIoError(
       `cannot open the log dir lock: ${(err as Error).message}`,
       { file: lockPath },

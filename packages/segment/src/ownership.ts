@@ -3,7 +3,7 @@
  * log and index files read-write as its own user: a segment rewritten by root into root-owned
  * 0644 files takes the whole log directory offline at the next start.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { OwnershipError } from './errors.js';
 import { chmod, chown } from './fsops.js';
@@ -45,11 +45,39 @@ function userName(uid: number): string {
  */
 export function assertCanKeepOwnership(o: Ownership, file: string): void {
   if (canGiveOwnership(o)) return;
-  const me = typeof process.getuid === 'function' ? userName(process.getuid()) : 'this user';
   throw new OwnershipError(
-    `owned by ${userName(o.uid)}, group ${o.gid}; seglift runs as ${me} and could not give the rewritten files that owner: run it as ${userName(o.uid)} (the broker's user) or as root`,
+    `owned by ${userName(o.uid)}, group ${o.gid}; seglift runs as ${currentUser()} and could not give the rewritten files that owner: ${runAs(o.uid)}`,
     { file },
   );
+}
+
+/**
+ * A log dir whose `.lock` this user may not open for writing (nor create): a broker's user could,
+ * so the message names the log dir's owner to run as (one wording with the rule above).
+ */
+export function logDirLockDenied(
+  logDir: string,
+  lockPath: string,
+  cause: NodeJS.ErrnoException,
+): OwnershipError {
+  let owner: number | undefined;
+  try {
+    owner = statSync(logDir).uid;
+  } catch {}
+  const whose = owner === undefined ? '' : `, owned by ${userName(owner)}`;
+  return new OwnershipError(
+    `cannot take the log dir's lock (${cause.code}): log dir ${logDir}${whose}; seglift runs as ${currentUser()}: ${owner === undefined ? "run it as the broker's user or as root" : runAs(owner)}`,
+    { file: lockPath },
+  );
+}
+
+function currentUser(): string {
+  return typeof process.getuid === 'function' ? userName(process.getuid()) : 'this user';
+}
+
+/** Root needs no "or as root". */
+function runAs(uid: number): string {
+  return uid === 0 ? `run it as ${userName(0)}` : `run it as ${userName(uid)} (the broker's user) or as root`;
 }
 
 /** Gives `file` owner, group and mode `o`; with `bestEffort`, an owner it may not give is skipped. */
