@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,6 +7,7 @@ import { createRedis } from '@seglift/queue';
 import {
   built,
   freePort,
+  holdLockAsABroker,
   needs,
   python3,
   redisServer,
@@ -131,18 +131,8 @@ needs(redisServer, dist).describe('seglift-watcher --once --wait exit codes on a
       const logDir = join(tmp, `held-${++n}`);
       mkdirSync(join(logDir, 't-0'), { recursive: true });
       for (const s of [seg(0), seg(100)]) writeFileSync(join(logDir, 't-0', s), '');
-      writeFileSync(join(logDir, '.lock'), '');
-      const holder = spawn(
-        'python3',
-        [
-          '-c',
-          'import fcntl,sys\nf=open(sys.argv[1],"r+")\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint("locked",flush=True)\nsys.stdin.read()',
-          join(logDir, '.lock'),
-        ],
-        { stdio: ['pipe', 'pipe', 'inherit'] },
-      );
+      const holder = await holdLockAsABroker(join(logDir, '.lock'));
       const exited = new Promise((r) => holder.once('exit', r));
-      await new Promise<void>((r) => holder.stdout.once('data', () => r()));
       try {
         for (const args of [['--once'], []]) {
           const p = run(args, {

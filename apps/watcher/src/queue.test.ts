@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   appendFileSync,
@@ -25,7 +25,7 @@ import {
   segmentJobId,
 } from '@seglift/queue';
 import { findReadySegments } from '@seglift/segment';
-import { needs, python3, redisServer, startRedis, type TestRedis } from '@seglift/testkit';
+import { holdLockAsABroker, needs, python3, redisServer, startRedis, type TestRedis } from '@seglift/testkit';
 import { type Job, Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runOnce } from './once.js';
@@ -286,16 +286,7 @@ async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 10_000)
 /** Holds `<logDir>/.lock` as a running Kafka broker does (python's lockf: a process-associated F_SETLK). */
 async function holdLogDirLock(logDir: string): Promise<{ release: () => Promise<void> }> {
   writeFileSync(join(logDir, '.lock'), '');
-  const holder = spawn(
-    'python3',
-    [
-      '-c',
-      'import fcntl,sys\nf=open(sys.argv[1],"r+")\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint("locked",flush=True)\nsys.stdin.read()',
-      join(logDir, '.lock'),
-    ],
-    { stdio: ['pipe', 'pipe', 'inherit'] },
-  );
-  await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()));
+  const holder = await holdLockAsABroker(join(logDir, '.lock'));
   const exited = new Promise((resolve) => holder.once('exit', resolve));
   return {
     release: async () => {

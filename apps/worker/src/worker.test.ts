@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import {
   appendFileSync,
   existsSync,
@@ -26,7 +25,7 @@ import {
   logDirLockHolder,
   type SegmentReport,
 } from '@seglift/segment';
-import { needs, python3, redisServer, startRedis, type TestRedis } from '@seglift/testkit';
+import { holdLockAsABroker, needs, python3, redisServer, startRedis, type TestRedis } from '@seglift/testkit';
 import { type Job, Queue, QueueEvents } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifyError, toJobError } from './classify.js';
@@ -424,17 +423,7 @@ needs(redisServer).describe('worker with a real Redis', () => {
         calls.push(p);
         return report(p, { result: 'converted' });
       };
-      writeFileSync(join(root, '.lock'), '');
-      const broker = spawn(
-        'python3',
-        [
-          '-c',
-          'import fcntl,sys\nf=open(sys.argv[1],"r+")\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint("locked",flush=True)\nsys.stdin.read()',
-          join(root, '.lock'),
-        ],
-        { stdio: ['pipe', 'pipe', 'inherit'] },
-      );
-      await new Promise<void>((resolve) => broker.stdout.once('data', () => resolve()));
+      const broker = await holdLockAsABroker(join(root, '.lock'));
       const w = await startWorker({ config, logger, convert });
       try {
         const job = await add(queue, config, { path: join(dir, seg(0)), size: 1, mtimeMs: 1 });
@@ -477,16 +466,7 @@ needs(redisServer).describe('worker with a real Redis', () => {
         return report(p, { result: 'skipped', reason: 'already-target-codec' });
       };
       writeFileSync(join(logDir, '.lock'), '');
-      const broker = spawn(
-        'python3',
-        [
-          '-c',
-          'import fcntl,sys\nf=open(sys.argv[1],"r+")\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint("locked",flush=True)\nsys.stdin.read()',
-          join(logDir, '.lock'),
-        ],
-        { stdio: ['pipe', 'pipe', 'inherit'] },
-      );
-      await new Promise<void>((resolve) => broker.stdout.once('data', () => resolve()));
+      const broker = await holdLockAsABroker(join(logDir, '.lock'));
       const w = await startWorker({ config, logger, convert });
       const path = join(dir, seg(0));
       try {

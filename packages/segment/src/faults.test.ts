@@ -337,7 +337,9 @@ needs(nobodyRunsCli).describe('permission denied (EACCES): seglift convert run a
     await chown(dir, uid, gid);
     const b = asNobody(['convert', '--in-place', '--codec', 'zstd', log]);
     expect(b.status).toBe(1);
-    expect(b.stderr).toMatch(/error\[OWNERSHIP\]: owned by root \(uid 0\).*: run it as root \(uid 0\) \(file /);
+    expect(b.stderr).toMatch(
+      /error\[OWNERSHIP\]: owned by root \(uid 0\).*: run it as root \(uid 0\) \(file /,
+    );
     expect(await sha256(log)).toBe(before);
     await onlyOriginals(pdir, ['00000000000000000000.log']);
     await rm(dir, { recursive: true, force: true });

@@ -1,9 +1,8 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { needs, python3 } from '@seglift/testkit';
+import { holdLockAsABroker, needs, python3 } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
 import { findPartitionSegments, walkLogDirs } from './discovery.js';
 import { LogDirLockedError, LogDirUnknownError } from './errors.js';
@@ -45,17 +44,7 @@ describe('the log dir lock', () => {
 needs(python3).describe('against a process holding an F_SETLK lock (as a Kafka broker does)', () => {
   it('refuses while the other process holds it, naming its pid, and takes it once it exits', async () => {
     const dir = tmp();
-    writeFileSync(path.join(dir, '.lock'), '');
-    const holder = spawn(
-      'python3',
-      [
-        '-c',
-        'import fcntl,sys\nf=open(sys.argv[1],"r+")\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint("locked",flush=True)\nsys.stdin.read()',
-        path.join(dir, '.lock'),
-      ],
-      { stdio: ['pipe', 'pipe', 'inherit'] },
-    );
-    await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()));
+    const holder = await holdLockAsABroker(path.join(dir, '.lock'));
     expect(logDirLockHolder(dir)).toEqual({ pid: holder.pid });
     expect(() => acquireLogDirLock(dir)).toThrow(`is locked by pid ${holder.pid}:`);
     holder.stdin.end();
@@ -93,16 +82,7 @@ async function logDir(): Promise<string> {
 async function pythonHolder(dir: string): Promise<{ pid: number; stop(): Promise<void> }> {
   const lockFile = path.join(dir, '.lock');
   if (!existsSync(lockFile)) writeFileSync(lockFile, '');
-  const holder = spawn(
-    'python3',
-    [
-      '-c',
-      'import fcntl,sys\nf=open(sys.argv[1],"r+")\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint("locked",flush=True)\nsys.stdin.read()',
-      lockFile,
-    ],
-    { stdio: ['pipe', 'pipe', 'inherit'] },
-  );
-  await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()));
+  const holder = await holdLockAsABroker(lockFile);
   return {
     pid: holder.pid!,
     stop: async () => {

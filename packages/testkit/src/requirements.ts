@@ -2,9 +2,10 @@
  * Everything outside the repository that the suite needs, each with why; .ci/run installs the
  * installable ones. Tests gate on these through `needs(...)` (requires.ts).
  */
-import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { type ChildProcessByStdio, spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { Readable, Writable } from 'node:stream';
 import { files, KAFKAJS_FIXTURES, program, REAL_FIXTURES, requirement } from './requires.js';
 
 export const redisServer = program(
@@ -134,3 +135,30 @@ export const python3 = program(
   ['--version'],
   "holds a log dir's .lock with fcntl.lockf (the lock a Kafka broker's JVM takes) from another process",
 );
+
+/**
+ * Holds `lockPath` as a running Kafka broker holds its log dir's `.lock` (a process-associated
+ * F_SETLK of the whole file, from another process; created when absent). Resolves once it is held;
+ * end the child's stdin to release it. Call only where `python3` is met.
+ */
+export async function holdLockAsABroker(
+  lockPath: string,
+): Promise<ChildProcessByStdio<Writable, Readable, null>> {
+  if (!existsSync(lockPath)) writeFileSync(lockPath, '');
+  const holder = spawn(
+    'python3',
+    [
+      '-c',
+      'import fcntl,sys\nf=open(sys.argv[1],"r+")\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint("locked",flush=True)\nsys.stdin.read()',
+      lockPath,
+    ],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  await new Promise<void>((resolve, reject) => {
+    holder.stdout.once('data', () => resolve());
+    holder.once('exit', (code) =>
+      reject(new Error(`the python3 lock holder of ${lockPath} exited (${code})`)),
+    );
+  });
+  return holder;
+}

@@ -17,7 +17,7 @@ import {
 import path from 'node:path';
 import { CompressionType } from '@seglift/format';
 import { acquireLogDirLock } from '@seglift/segment';
-import { built, needs, python3 } from '@seglift/testkit';
+import { built, holdLockAsABroker, needs, python3 } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
 import { lines, run } from '../test-support/run.js';
 import { encodeLegacyEntry, tmpDir, utf8, v2Batch, writeSegment } from '../test-support/segments.js';
@@ -481,18 +481,8 @@ describe('a log dir whose .lock someone else holds (a broker, another seglift)',
     'held by a process (the F_SETLK lock a JVM takes): the message names its pid',
     async () => {
       const dir = logDir();
-      writeFileSync(path.join(dir, '.lock'), '');
-      const holder = spawn(
-        'python3',
-        [
-          '-c',
-          'import fcntl,sys\nf=open(sys.argv[1],"r+")\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint("locked",flush=True)\nsys.stdin.read()',
-          path.join(dir, '.lock'),
-        ],
-        { stdio: ['pipe', 'pipe', 'inherit'] },
-      );
+      const holder = await holdLockAsABroker(path.join(dir, '.lock'));
       try {
-        await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()));
         const before = listing(dir);
         const m = await run(['migrate', dir, '--codec', 'zstd', '--include-active']);
         expect(m).toEqual({ code: 2, stdout: '', stderr: refused(dir, holder.pid) });
@@ -515,18 +505,8 @@ describe('a log dir whose .lock someone else holds (a broker, another seglift)',
       writeSegment(part, 10n, legacy(10, 3));
       mkdirSync(dir);
       symlinkSync(part, path.join(dir, 't-0'));
-      writeFileSync(path.join(dir, '.lock'), '');
-      const holder = spawn(
-        'python3',
-        [
-          '-c',
-          'import fcntl,sys\nf=open(sys.argv[1],"r+")\nfcntl.lockf(f,fcntl.LOCK_EX)\nprint("locked",flush=True)\nsys.stdin.read()',
-          path.join(dir, '.lock'),
-        ],
-        { stdio: ['pipe', 'pipe', 'inherit'] },
-      );
+      const holder = await holdLockAsABroker(path.join(dir, '.lock'));
       try {
-        await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()));
         const before = listing(other);
         const m = await run(['migrate', dir, '--codec', 'zstd']);
         expect(m).toEqual({ code: 2, stdout: '', stderr: refused(dir, holder.pid) });
