@@ -29,8 +29,11 @@ seglift('audit', work);
 // (--include-active), as for a stopped broker before a Kafka 4 upgrade.
 seglift('migrate', work, '--codec', 'zstd', '--include-active', '--backup-dir', join(root, '.demo/backup'));
 const converted = [];
-for (const dir of readdirSync(work)) {
-  for (const f of readdirSync(join(work, dir))) if (f.endsWith('.log')) converted.push(join(work, dir, f));
+// Partition dirs only: migrate leaves Kafka's .lock in the log dir, as a broker does.
+for (const dir of readdirSync(work, { withFileTypes: true })) {
+  if (!dir.isDirectory()) continue;
+  for (const f of readdirSync(join(work, dir.name)))
+    if (f.endsWith('.log')) converted.push(join(work, dir.name, f));
 }
 seglift('verify', ...converted.sort());
 seglift('audit', work);
