@@ -11,8 +11,10 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 // The `seglift` command itself: its launcher starts node with the pipeline's flags.
 const cli = join(root, 'apps/cli/dist/seglift');
-const work = join(root, '.demo/kafka-logs');
-rmSync(join(root, '.demo'), { recursive: true, force: true });
+// SEGLIFT_DEMO_DIR: elsewhere than .demo/ (the demo's test runs it in a temp dir).
+const base = process.env.SEGLIFT_DEMO_DIR ?? join(root, '.demo');
+const work = join(base, 'kafka-logs');
+rmSync(base, { recursive: true, force: true });
 cpSync(join(root, 'samples/kafka-logs'), work, { recursive: true });
 
 function seglift(...args) {
@@ -27,7 +29,7 @@ function seglift(...args) {
 seglift('audit', work);
 // A copy, not a live broker's directory: the newest segment of each partition is migrated too
 // (--include-active), as for a stopped broker before a Kafka 4 upgrade.
-seglift('migrate', work, '--codec', 'zstd', '--include-active', '--backup-dir', join(root, '.demo/backup'));
+seglift('migrate', work, '--codec', 'zstd', '--include-active', '--backup-dir', join(base, 'backup'));
 const converted = [];
 // Partition dirs only: migrate leaves Kafka's .lock in the log dir, as a broker does.
 for (const dir of readdirSync(work, { withFileTypes: true })) {
@@ -37,4 +39,4 @@ for (const dir of readdirSync(work, { withFileTypes: true })) {
 }
 seglift('verify', ...converted.sort());
 seglift('audit', work);
-console.log(`\nDone: converted copies in ${work}, originals backed up in ${join(root, '.demo/backup')}.`);
+console.log(`\nDone: converted copies in ${work}, originals backed up in ${join(base, 'backup')}.`);
