@@ -21,7 +21,15 @@ export interface SegmentReport {
 
 export interface MigrateResult extends RunResult {
   segments: SegmentReport[];
-  summary: { converted: number; skipped: number; failed: number } | undefined;
+  /** The `--json` summary line (its `stage` counts on a prepare or commit). */
+  summary:
+    | {
+        converted: number;
+        skipped: number;
+        failed: number;
+        stage?: { staged: number; alreadyStaged: number; discarded: number; failedCheck: number };
+      }
+    | undefined;
 }
 
 export async function seglift(args: string[], env: Record<string, string> = {}): Promise<MigrateResult> {
