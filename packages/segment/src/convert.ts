@@ -121,6 +121,12 @@ export interface ConvertOptions {
    * here that it still holds its partition's lease.
    */
   beforeSwap?: () => Promise<void>;
+  /**
+   * In place, in an archive (readiness.requireRolled false): a source whose `.log` was written
+   * less than this many ms ago when its conversion starts is skipped ('still-changing'): a copy
+   * may have resumed since the plan judged it quiet.
+   */
+  quietMs?: number;
   testHooks?: ConvertTestHooks;
 }
 
@@ -333,6 +339,8 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
   const placed: string[] = [];
   // stageDir: the source as it was before the first read (every read comes after it).
   let staged: SourceIdentity | undefined;
+  // inPlace: the same, compared again right before the swap.
+  let read: SourceIdentity | undefined;
   // outDir: the first directory this call created, removed again (when empty) on failure.
   let madeOutDir: string | undefined;
   try {
@@ -369,6 +377,22 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
     if (options.inPlace) for (const o of Object.values(indexOwner)) assertCanKeepOwnership(o, src.log);
     // recoverLeftovers may have completed an earlier swap of this very segment.
     const before = await stat(src.log, { bigint: true });
+    if (options.inPlace) {
+      // The source as it is before the first read: nothing is swapped in for one that changed
+      // since (an archive copy still writing it would send the rest of its bytes to the replaced
+      // inode: reliability §16.4).
+      read = await sourceIdentity(src.log);
+      if (read === undefined) throw new SourceMovedError(src.log);
+      if (
+        options.quietMs !== undefined &&
+        Date.now() - Number(BigInt(read.mtimeNs) / 1_000_000n) < options.quietMs
+      ) {
+        report.result = 'skipped';
+        report.reason = 'still-changing';
+        report.bytesIn = Number(before.size);
+        return finish(report, started);
+      }
+    }
     // To the nanosecond: the new files get exactly the original's (a rewrite changes no time).
     const mtimeNs = before.mtimeNs;
     report.bytesIn = Number(before.size);
@@ -448,6 +472,7 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
       try {
         await preparePartitionForSwap(src, lock?.token);
         await options.beforeSwap?.();
+        if (!sameIdentity(await sourceIdentity(src.log), read!)) throw new SourceMovedError(src.log);
         options.signal?.throwIfAborted();
         swapping = true;
         // Both locks re-read before each rename: a run frozen past the stale time must not rename
@@ -498,6 +523,13 @@ export async function convertSegment(logPath: string, options: ConvertOptions): 
       lock = undefined;
       held = undefined;
       throw err;
+    }
+    if (err instanceof SourceMovedError && options.inPlace) {
+      // Not swapped: the original stays as it is now, and a later run converts it once quiet.
+      if (dest) await cleanup(dest, placed).catch(() => {});
+      report.result = 'skipped';
+      report.reason = 'source-changed';
+      return finish(report, started);
     }
     if (err instanceof LostLockError) {
       // The run that took the lock over owns these files now (the temp names are the same for

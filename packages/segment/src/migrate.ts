@@ -276,7 +276,11 @@ export async function migrate(dirs: string[], options: MigrateOptions): Promise<
   let run: Awaited<ReturnType<typeof runConversions>>;
   try {
     for (const r of skipped) options.onSegment?.(r);
-    run = await runConversions({ todo, optionsFor: () => ({ inPlace: true }) }, options);
+    // An archive (requireRolled false): each segment must still be quiet when its conversion
+    // starts, however long after the plan that is (a copy may have resumed).
+    const r = options.readiness;
+    const quietMs = r !== undefined && !r.requireRolled && r.quietMs > 0 ? r.quietMs : undefined;
+    run = await runConversions({ todo, optionsFor: () => ({ inPlace: true, quietMs }) }, options);
   } finally {
     logDirs.release();
   }
