@@ -19,7 +19,7 @@ import {
 import { type Grouping, Upconverter } from '@seglift/legacy';
 import { assertBackupDirOutside, backupOriginals } from './backup.js';
 import { isActiveSegment } from './discovery.js';
-import { formatKey, inspectEntry, needsRewrite, withEntryContext } from './entry.js';
+import { formatKey, inspectEntry, keptAsIs, needsRewrite, withEntryContext } from './entry.js';
 import { LostLockError, toSegmentError } from './errors.js';
 import { exists } from './fs-util.js';
 import {
@@ -955,12 +955,16 @@ async function writeConverted(
               });
               // A batch kept as it is: the round trip just parsed its records strictly, so its own
               // bytes are proven like a recompressed batch's.
-              if (out.length > maxBatchBytes) {
+              const kept = keptAsIs(out.length, entry.bytes.length, {
+                maxBatchBytes,
+                onlyIfSmaller: options.onlyIfSmaller,
+              });
+              if (kept === 'oversize') {
                 report.oversizeKept++;
                 report.batchesCopied++;
                 proofs.add(entry.position, entry.bytes);
                 await w.write(entry.bytes);
-              } else if (options.onlyIfSmaller && out.length > entry.bytes.length) {
+              } else if (kept === 'larger') {
                 report.keptSmaller++;
                 report.batchesCopied++;
                 proofs.add(entry.position, entry.bytes);

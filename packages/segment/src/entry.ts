@@ -4,6 +4,7 @@ import {
   batchTimestampType,
   checkRecordBatchCrc,
   codecName,
+  DEFAULT_MAX_BATCH_BYTES,
   isControlBatch,
   type RecordBatchHeader,
   readRecordBatchHeader,
@@ -100,6 +101,22 @@ export function needsRewrite(info: EntryInfo, codec: number, force = false): boo
   if (info.magic < 2) return true;
   if (info.isControl || info.header!.recordsCount === 0) return false;
   return force || info.codec !== codec;
+}
+
+/**
+ * Why convert keeps a v2 batch's original bytes instead of its recompression, or undefined: the
+ * recompression is over `maxBatchBytes` (default DEFAULT_MAX_BATCH_BYTES), or, with
+ * `onlyIfSmaller`, larger than the source. One rule for convert and for the read-back that
+ * judges whether a segment is in the target format (target-format.ts).
+ */
+export function keptAsIs(
+  recompressedBytes: number,
+  sourceBytes: number,
+  options: { maxBatchBytes?: number; onlyIfSmaller?: boolean },
+): 'oversize' | 'larger' | undefined {
+  if (recompressedBytes > (options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES)) return 'oversize';
+  if (options.onlyIfSmaller === true && recompressedBytes > sourceBytes) return 'larger';
+  return undefined;
 }
 
 /** Adds file and position (pure functions report positions relative to the entry). */

@@ -4,7 +4,7 @@
  * that succeeded, a done marker, a job id are all claims about a file; this reads the file.
  */
 import { type CodecName, codecId, recompressRecordBatch } from '@seglift/format';
-import { codecLabel, inspectEntry, needsRewrite } from './entry.js';
+import { codecLabel, inspectEntry, keptAsIs, needsRewrite } from './entry.js';
 import { readSegmentEntries } from './reader.js';
 
 export interface TargetFormatOptions {
@@ -12,7 +12,7 @@ export interface TargetFormatOptions {
   level?: number;
   /** A v2 batch that recompression would grow stays in its codec (convert's onlyIfSmaller). */
   onlyIfSmaller?: boolean;
-  /** A recompressed batch over this stays in its codec (convert's maxBatchBytes). */
+  /** A recompressed batch over this stays in its codec (convert's maxBatchBytes and its default). */
   maxBatchBytes?: number;
   maxDecompressedBatchBytes?: number;
   maxEntryBytes?: number;
@@ -52,10 +52,7 @@ export async function targetFormatOf(
       maxDecompressedBytes: options.maxDecompressedBatchBytes,
       transient: true,
     });
-    const kept =
-      (options.maxBatchBytes !== undefined && out.length > options.maxBatchBytes) ||
-      (options.onlyIfSmaller === true && out.length > entry.bytes.length);
-    if (!kept) {
+    if (keptAsIs(out.length, entry.bytes.length, options) === undefined) {
       return {
         inTarget: false,
         position: entry.position,
