@@ -18,6 +18,7 @@ import {
   resolveWithinRoots,
   SegmentFiles,
   type StageDir,
+  sameIdentity,
   sourceIdentity,
   stageable,
   stageOptionsKey,
@@ -197,23 +198,18 @@ export class JobPlanner {
 
   /**
    * Whether the stage holds `logPath` converted from the file as it is now (device, inode, size,
-   * mtime in ns) with these options. The commit checks again, samples too, before it swaps.
+   * mtime and ctime in ns) with these options. The commit checks again, samples too, before it swaps.
    */
   async isStaged(stage: StageDir, logPath: string, options: string): Promise<boolean> {
     const files = SegmentFiles.ofLog(logPath);
     const now = await sourceIdentity(logPath).catch(() => undefined);
     if (files === undefined || now === undefined) return false;
-    const key = `${now.dev}:${now.ino}:${now.size}:${now.mtimeNs}:${options}`;
+    const key = `${now.dev}:${now.ino}:${now.size}:${now.mtimeNs}:${now.ctimeNs}:${options}`;
     if (this.staged.get(logPath) === key) return true;
     const record = await readStageRecord(stagePartitionDir(stage, files.dir), files.baseOffset);
-    const s = record?.source;
+    // The commit's own identity rule (ctime too): what it would discard is not staged.
     const staged =
-      s !== undefined &&
-      s.dev === now.dev &&
-      s.ino === now.ino &&
-      s.size === now.size &&
-      s.mtimeNs === now.mtimeNs &&
-      JSON.stringify(record!.options) === options;
+      record !== undefined && sameIdentity(now, record.source) && JSON.stringify(record.options) === options;
     if (staged) this.staged.set(logPath, key);
     else this.staged.delete(logPath);
     return staged;

@@ -130,6 +130,7 @@ export {
   type SourceIdentity,
   type StageDir,
   type StageRecord,
+  sameIdentity,
   sourceIdentity,
   stageable,
   stageOptionsKey,
