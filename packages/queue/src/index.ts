@@ -1,7 +1,7 @@
 /**
  * @seglift/queue: the job contract of the distributed mode on BullMQ/Redis, owned in one place:
- * the connection, the payload schema, job ids and options, the done markers and the partition
- * lease the worker holds.
+ * the connection, the payload schema, job ids and options, the done markers, the partition
+ * lease the worker holds, and how a job ends (its result, its failure: outcome.ts).
  */
 export {
   DONE_MARKER_TTL_SECONDS,
@@ -21,4 +21,14 @@ export {
   segmentJobId,
 } from './job.js';
 export { type PartitionLease, tryLease } from './lease.js';
+export {
+  decodeJobFailure,
+  decodeJobResult,
+  encodeJobFailure,
+  encodeJobResult,
+  type JobFailure,
+  type JobResult,
+  JobResultSchema,
+  jobFailureOf,
+} from './outcome.js';
 export { createRedis, waitForRedis, waitForRedisAt } from './redis.js';
