@@ -1,7 +1,8 @@
 /**
  * @seglift/queue: the job contract of the distributed mode on BullMQ/Redis, owned in one place:
  * the connection, the payload schema, job ids and options, the done markers, the partition
- * lease the worker holds, and how a job ends (its result, its failure: outcome.ts).
+ * lease the worker holds, and how a job ends (its result, its failure: outcome.ts); and the
+ * skeleton the watcher's and the worker's main run in (program.ts).
  */
 export {
   DONE_MARKER_TTL_SECONDS,
@@ -31,4 +32,17 @@ export {
   JobResultSchema,
   jobFailureOf,
 } from './outcome.js';
+export {
+  asInt,
+  EXIT_OK,
+  EXIT_RUNTIME,
+  EXIT_USAGE,
+  type FlagValues,
+  QUEUE_PROGRAM_OPTIONS,
+  type QueueProgram,
+  type QueueProgramContext,
+  runQueueProgram,
+  type StopSignal,
+  signalExitCode,
+} from './program.js';
 export { createRedis, waitForRedis, waitForRedisAt } from './redis.js';
