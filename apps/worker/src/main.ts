@@ -7,15 +7,7 @@
  * 143 (SIGTERM) / 130 (SIGINT): the queue was not drained, so a parallel Job must not count this
  * pod as a success (one succeeded pod ends a Job without completions) and must replace it.
  */
-import type { Config } from '@seglift/config';
-import {
-  asInt,
-  createRedis,
-  openQueue,
-  runQueueProgram,
-  type StopSignal,
-  signalExitCode,
-} from '@seglift/queue';
+import { asInt, runQueueProgram, type StopSignal, signalExitCode, waitUntilDrained } from '@seglift/queue';
 import { EXIT_OK, HELP, OPTIONS, PROGRAM } from './usage.js';
 import { startWorker } from './worker.js';
 
@@ -72,38 +64,3 @@ runQueueProgram({
     return code;
   },
 });
-
-/**
- * Resolves true once the queue had no waiting/delayed/active job for `idleMs` straight, false
- * when `stop` aborts first.
- */
-async function waitUntilDrained(config: Config, idleMs: number, stop: AbortSignal): Promise<boolean> {
-  const conn = createRedis(config.redis.url);
-  conn.on('error', () => {});
-  const queue = openQueue(config, conn);
-  let idleSince: number | undefined;
-  try {
-    while (!stop.aborted) {
-      const c = await queue.getJobCounts('waiting', 'delayed', 'active', 'prioritized');
-      const busy = Object.values(c).reduce((a, b) => a + b, 0);
-      if (busy > 0) idleSince = undefined;
-      else idleSince ??= Date.now();
-      if (idleSince !== undefined && Date.now() - idleSince >= idleMs) return true;
-      await new Promise<void>((r) => {
-        const t = setTimeout(r, Math.min(1000, Math.max(50, idleMs / 4)));
-        stop.addEventListener(
-          'abort',
-          () => {
-            clearTimeout(t);
-            r();
-          },
-          { once: true },
-        );
-      });
-    }
-    return false;
-  } finally {
-    await queue.close().catch(() => {});
-    conn.disconnect();
-  }
-}

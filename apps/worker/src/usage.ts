@@ -52,6 +52,7 @@ ${describeSettings([
   ['limits.maxDecompressedBatchBytes', 'refuse a batch that decompresses to more (64 MiB)'],
   ['limits.maxSegmentBytes', 'refuse a larger segment (2 GiB - 1)'],
   ['readiness.requireRolled', 'true: refuse an active segment; false: an archive, every segment'],
+  ['readiness.quietMs', 'archive: a segment written more recently waits until unchanged this long (300000)'],
   ['redis.url', 'the queue (redis://127.0.0.1:6379)'],
   ['queue.name', 'queue name (segments); the watcher must use the same'],
   ['queue.prefix', 'Redis key prefix (seglift)'],

@@ -20,6 +20,7 @@ export {
   type SegmentJobData,
   SegmentJobSchema,
   segmentJobId,
+  waitUntilDrained,
 } from './job.js';
 export { type PartitionLease, tryLease } from './lease.js';
 export {
