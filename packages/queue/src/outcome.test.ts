@@ -1,4 +1,4 @@
-import { CorruptRecordError } from '@seglift/format';
+import { CorruptRecordError, VerifyMismatchError } from '@seglift/format';
 import { describe, expect, it } from 'vitest';
 import {
   decodeJobFailure,
@@ -23,6 +23,16 @@ describe('JobFailure', () => {
       position: 12,
       offset: '5',
     });
+  });
+
+  it('VERIFY_MISMATCH keeps the field that differs, as its toJSON() always carried it', () => {
+    const err = new VerifyMismatchError('value', 'records differ', {
+      file: '/x.log',
+      position: 0,
+      offset: 3n,
+    });
+    expect(encodeJobFailure(jobFailureOf(err))).toBe(JSON.stringify(err.toJSON()));
+    expect(decodeJobFailure(encodeJobFailure(jobFailureOf(err)))).toEqual({ ...err.toJSON() });
   });
 
   it("a conversion report's error (a typed error's JSON, a plain object) keeps file, position and offset", () => {

@@ -52,6 +52,8 @@ export interface JobFailure {
   position?: number;
   /** An int64 offset, decimal (it does not fit a double). */
   offset?: string;
+  /** VERIFY_MISMATCH: the field that differs (VerifyMismatchError's `field`). */
+  field?: string;
 }
 
 const text = (v: unknown) => (typeof v === 'string' ? v : undefined);
@@ -67,6 +69,7 @@ function pick(o: Record<string, unknown>, message: string): JobFailure {
   const file = text(o.file);
   const position = typeof o.position === 'number' && Number.isInteger(o.position) ? o.position : undefined;
   const offset = offsetText(o.offset);
+  const field = text(o.field);
   return {
     ...(name === undefined ? {} : { name }),
     ...(code === undefined ? {} : { code }),
@@ -74,6 +77,7 @@ function pick(o: Record<string, unknown>, message: string): JobFailure {
     ...(file === undefined ? {} : { file }),
     ...(position === undefined ? {} : { position }),
     ...(offset === undefined ? {} : { offset }),
+    ...(field === undefined ? {} : { field }),
   };
 }
 
