@@ -98,9 +98,13 @@ export {
   findReadySegments,
   newestSegmentReady,
   type PartitionVerdict,
+  quietAtStart,
   type ReadinessRules,
   type ReadyScan,
   type ReadySegment,
+  readinessRules,
+  type SegmentReadiness,
+  segmentReadiness,
   segmentReady,
   splitReady,
 } from './readiness.js';

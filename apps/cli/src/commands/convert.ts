@@ -8,6 +8,7 @@ import {
   formatReportTable,
   holdLogDirLocks,
   logDirOfSegment,
+  parseSegmentName,
   type SegmentReport,
   summarize,
 } from '@seglift/segment';
@@ -86,7 +87,7 @@ export const convertCommand: Command = {
     if (str(p, 'backup-dir') !== undefined && !inPlace)
       throw new UsageError('--backup-dir goes with --in-place', 'convert');
     for (const f of files) {
-      if (!/^\d{20}\.log$/.test(path.basename(f))) {
+      if (parseSegmentName(path.basename(f)) === undefined) {
         throw new UsageError(`'${f}' is not a segment (expected <20-digit base offset>.log)`, 'convert');
       }
     }
