@@ -535,7 +535,8 @@ const TWO_PHASE = {
     volumePath: '/var/lib/kafka',
     logDir: '/var/lib/kafka/data',
     stageDir: '/var/lib/kafka/seglift-stage',
-    user: { runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000 },
+    // No fsGroup: the broker pod of the example has none.
+    user: { runAsUser: 1000, runAsGroup: 1000 },
   },
   'overlays/strimzi': {
     pod: 'my-cluster-broker-0',
@@ -544,7 +545,7 @@ const TWO_PHASE = {
     logDir: '/var/lib/kafka/data-0/kafka-log0',
     stageDir: '/var/lib/kafka/data-0/seglift-stage',
     // Strimzi's Kafka image user (1001, group 0) and its pods' fsGroup 0.
-    user: { runAsUser: 1001, runAsGroup: 0, fsGroup: 0 },
+    user: { runAsUser: 1001, runAsGroup: 0, fsGroup: 0, fsGroupChangePolicy: 'OnRootMismatch' },
   },
 } as const;
 
@@ -605,7 +606,6 @@ for (const [dir, broker] of Object.entries(TWO_PHASE) as [
         expect(podSpec(job).securityContext).toEqual({
           runAsNonRoot: true,
           ...broker.user,
-          fsGroupChangePolicy: 'OnRootMismatch',
           seccompProfile: { type: 'RuntimeDefault' },
         });
         expect(podSpec(job).terminationGracePeriodSeconds).toBe(600);
