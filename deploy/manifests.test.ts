@@ -668,6 +668,18 @@ for (const [dir, broker] of Object.entries(TWO_PHASE) as [
   });
 }
 
+needs(kubectl).it("the guide's commands name the Jobs and labels the overlays render", () => {
+  const names = kustomizationDirs.flatMap((dir) => render(dir).map((d) => d.metadata.name as string));
+  const mentioned = [...kubernetesSection.matchAll(/seglift-(?:prepare|commit|backup)-[a-z0-9-]+/g)].map(
+    (m) => m[0],
+  );
+  expect(mentioned.length).toBe(9);
+  // kafka-2 is the guide's copy of the statefulset overlay for another pod.
+  for (const name of mentioned) expect(names).toContain(name.replace(/-kafka-2$/, '-kafka-0'));
+  expect(kubernetesSection).toContain("-l 'seglift.io/phase!=commit'");
+  expect(kubernetesSection).toContain('kubectl apply -k deploy/overlays/strimzi -l seglift.io/phase=commit');
+});
+
 needs(kubectl).it(
   'overlays/strimzi: claim, mount and log dir follow Strimzi names for one node id and volume id',
   () => {
@@ -746,6 +758,8 @@ needs(kubectl, built(cli), python3).describe('overlays/statefulset: the Jobs run
       const p = run('seglift-prepare-kafka-0');
       expect(p.status, p.out).toBe(0);
       expect(p.out).toContain('stage: staged 7, already staged 0, changed while read 0, discarded 0');
+      // Nothing in /backup: the prepare pod's read-only emptyDir there is enough.
+      expect(readdirSync(join(root, 'backup'))).toEqual([]);
       const refused = run('seglift-commit-kafka-0');
       expect(refused.status, refused.out).toBe(2);
       expect(refused.out).toContain('error[LOG_DIR_LOCKED]');
