@@ -197,9 +197,11 @@ needs(kubectl).describe('every rendered kustomization', () => {
         });
       }
 
-      it('runs the seglift image of kustomization.yaml in every Job', () => {
-        for (const j of jobs)
+      it('runs the seglift image of kustomization.yaml in every Job; Job names fit the job-name label', () => {
+        for (const j of jobs) {
           expect(podSpec(j).containers.map((c: Obj) => c.image)).toEqual(['seglift:0.1.0']);
+          expect(j.metadata.name.length).toBeLessThanOrEqual(63);
+        }
       });
     });
   }
