@@ -21,6 +21,7 @@ export const KUSTOMIZATIONS = {
   'overlays/archive-bucket': 'seglift',
   'overlays/statefulset': 'kafka',
   'overlays/strimzi': 'kafka',
+  'overlays/strimzi-jbod': 'kafka',
 } as const;
 export type KustomizationDir = keyof typeof KUSTOMIZATIONS;
 export const kustomizationDirs = Object.keys(KUSTOMIZATIONS) as KustomizationDir[];

@@ -45,11 +45,12 @@ const guide = readFileSync(join(repoRoot, 'docs/operator-guide.md'), 'utf8');
 const kubernetesSection = guide.slice(guide.indexOf('## 5. Running on Kubernetes'), guide.indexOf('\n## 6.'));
 
 /** The broker's own claim each kustomization mounts: defined by Kafka's StatefulSet or operator. */
-const BROKER_CLAIM: Record<KustomizationDir, string | undefined> = {
-  base: 'kafka-data',
-  'overlays/archive-bucket': undefined,
-  'overlays/statefulset': 'data-kafka-0',
-  'overlays/strimzi': 'data-0-my-cluster-broker-0',
+const BROKER_CLAIMS: Record<KustomizationDir, string[]> = {
+  base: ['kafka-data'],
+  'overlays/archive-bucket': [],
+  'overlays/statefulset': ['data-kafka-0'],
+  'overlays/strimzi': ['data-0-my-cluster-broker-0'],
+  'overlays/strimzi-jbod': ['data-0-my-cluster-broker-0', 'data-1-my-cluster-broker-0'],
 };
 
 const configOf = (docs: Obj[], name = 'seglift-config') => {
@@ -71,14 +72,16 @@ const envOf = (c: Obj): Record<string, Obj> => Object.fromEntries((c.env as Obj[
 describe('YAML files', () => {
   it('every file under deploy/ parses', () => {
     const files = yamlFiles(deployDir);
-    expect(files.length).toBe(30);
+    expect(files.length).toBe(36);
     for (const f of files) expect(() => parseFile(f), f).not.toThrow();
   });
 
-  it('the kustomizations an operator applies are the ones the tests render; two-phase and common are parts', () => {
-    expect(kustomizationDirsOnDisk()).toEqual([...kustomizationDirs, 'common', 'two-phase'].sort());
+  it('the kustomizations an operator applies are the ones the tests render; the others are parts', () => {
+    expect(kustomizationDirsOnDisk()).toEqual(
+      [...kustomizationDirs, 'common', 'strimzi-user', 'two-phase'].sort(),
+    );
     for (const dir of kustomizationDirs) expect(kustomization(dir).kind, dir).toBe('Kustomization');
-    expect(kustomization('two-phase').kind).toBe('Component');
+    for (const c of ['two-phase', 'strimzi-user']) expect(kustomization(c).kind).toBe('Component');
   });
 
   for (const dir of kustomizationDirsOnDisk()) {
@@ -157,9 +160,8 @@ needs(kubectl).describe('every rendered kustomization', () => {
               }
           expect(s.serviceAccountName).toBe(docs.find((d) => d.kind === 'ServiceAccount')!.metadata.name);
         }
-        const broker = BROKER_CLAIM[dir];
-        expect([...undefinedClaims]).toEqual(broker === undefined ? [] : [broker]);
-        if (broker !== undefined) expect(kubernetesSection).toContain(`\`${broker}\``);
+        expect([...undefinedClaims]).toEqual(BROKER_CLAIMS[dir]);
+        for (const claim of BROKER_CLAIMS[dir]) expect(kubernetesSection).toContain(`\`${claim}\``);
       });
 
       for (const w of workloads(docs)) {
@@ -620,7 +622,7 @@ for (const [dir, broker] of Object.entries(TWO_PHASE) as [
 
     it("mount the broker's own claim where the broker does, on the broker pod's node", () => {
       for (const job of [prepare, commit]) {
-        expect(volume(job, 'data').persistentVolumeClaim.claimName).toBe(BROKER_CLAIM[dir]);
+        expect([volume(job, 'data').persistentVolumeClaim.claimName]).toEqual(BROKER_CLAIMS[dir]);
         expect(mounts(container(job, 'seglift'))[broker.volumePath]).toEqual({
           name: 'data',
           mountPath: broker.volumePath,
@@ -675,7 +677,7 @@ needs(kubectl).it("the guide's commands name the Jobs and labels the overlays re
   const mentioned = [...kubernetesSection.matchAll(/seglift-(?:prepare|commit|backup)-[a-z0-9-]+/g)].map(
     (m) => m[0],
   );
-  expect(mentioned.length).toBe(9);
+  expect(mentioned.length).toBe(10);
   // kafka-2 is the guide's copy of the statefulset overlay for another pod.
   for (const name of mentioned) expect(names).toContain(name.replace(/-kafka-2$/, '-kafka-0'));
   expect(kubernetesSection).toContain("-l 'seglift.io/phase!=commit'");
@@ -708,20 +710,79 @@ needs(kubectl).it(
   },
 );
 
+needs(kubectl).describe('overlays/strimzi-jbod: one Indexed Job per phase, one index per JBOD volume', () => {
+  const docs = render('overlays/strimzi-jbod');
+  const pod = 'my-cluster-broker-0';
+  for (const phase of ['prepare', 'commit'] as const) {
+    const job = find(docs, 'Job', `seglift-${phase}-${pod}`);
+
+    it(`${phase}: index = volume id, retried per volume; a bad segment fails its volume's index only`, () => {
+      expect(job.spec.completionMode).toBe('Indexed');
+      expect(job.spec.completions).toBe(2);
+      expect(job.spec.parallelism).toBe(2);
+      expect(job.spec.backoffLimitPerIndex).toBe(2);
+      expect(job.spec.backoffLimit).toBeUndefined();
+      expect(job.spec.podReplacementPolicy).toBe('Failed');
+      expect(job.spec.podFailurePolicy.rules).toEqual([
+        { action: 'Ignore', onPodConditions: [{ type: 'DisruptionTarget' }] },
+        { action: 'FailIndex', onExitCodes: { containerName: 'seglift', operator: 'In', values: [1] } },
+        { action: 'FailJob', onExitCodes: { containerName: 'seglift', operator: 'In', values: [2] } },
+        { action: 'Count', onExitCodes: { containerName: 'seglift', operator: 'In', values: [3, 143] } },
+      ]);
+    });
+
+    it(`${phase}: every pod mounts every volume of the broker and migrates the log dir of its index`, () => {
+      const c = container(job, 'seglift');
+      expect(c.args).toEqual([
+        'migrate',
+        '/var/lib/kafka/data-$(JOB_COMPLETION_INDEX)/kafka-log0',
+        `--${phase}`,
+        '--stage-dir',
+        '/var/lib/kafka/data-$(JOB_COMPLETION_INDEX)/seglift-stage',
+      ]);
+      expect(Object.fromEntries((c.env as Obj[]).map((e) => [e.name, e.value]))).toEqual({
+        SEGLIFT_CONFIG: '/etc/seglift/seglift.yaml',
+        SEGLIFT_ROOTS: '/var/lib/kafka/data-0,/var/lib/kafka/data-1,/backup',
+      });
+      const m = mounts(c);
+      for (const id of [0, 1]) {
+        const v = volume(job, m[`/var/lib/kafka/data-${id}`].name);
+        expect(v.persistentVolumeClaim.claimName).toBe(`data-${id}-${pod}`);
+      }
+      expect(podSpec(job).securityContext).toEqual({
+        runAsNonRoot: true,
+        runAsUser: 1001,
+        runAsGroup: 0,
+        fsGroup: 0,
+        fsGroupChangePolicy: 'OnRootMismatch',
+        seccompProfile: { type: 'RuntimeDefault' },
+      });
+      expect(
+        podSpec(job).affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms,
+      ).toEqual([{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['worker-1'] }] }]);
+    });
+  }
+});
+
 /**
- * The Jobs' command lines as the kubelet runs them ($(VAR) expanded from the container's env),
- * with the pod's paths moved under `root`.
+ * The Jobs' command lines as the kubelet runs them ($(VAR) expanded from the container's env and
+ * what the Job controller adds), with the pod's paths moved under `root`.
  */
 function commandOf(
   job: Obj,
   root: string,
   paths: Record<string, string>,
+  added: Record<string, string> = {},
 ): { args: string[]; env: Record<string, string> } {
   const c = container(job, 'seglift');
   const move = (v: string) =>
     Object.entries(paths).reduce((s, [from, to]) => s.replaceAll(from, join(root, to)), v);
-  const env = Object.fromEntries((c.env as Obj[]).map((e) => [e.name as string, move(e.value as string)]));
-  const args = (c.args as string[]).map((a) => a.replace(/\$\((\w+)\)/g, (_, k: string) => env[k]));
+  const raw: Record<string, string> = {
+    ...Object.fromEntries((c.env as Obj[]).map((e) => [e.name as string, e.value as string])),
+    ...added,
+  };
+  const args = (c.args as string[]).map((a) => move(a.replace(/\$\((\w+)\)/g, (_, k: string) => raw[k])));
+  const env = Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, move(v)]));
   return { args, env };
 }
 
@@ -781,3 +842,71 @@ needs(kubectl, built(cli), python3).describe('overlays/statefulset: the Jobs run
     ]);
   });
 });
+
+needs(kubectl, built(cli)).describe(
+  'overlays/strimzi-jbod: the Indexed Jobs run with the real CLI, index by index',
+  () => {
+    const docs = render('overlays/strimzi-jbod');
+    const root = mkdtempSync(join(tmpdir(), 'seglift-jbod-'));
+    afterAll(() => rmSync(root, { recursive: true, force: true }));
+    // Two volumes, each with its log dir kafka-log0; a partition lives in one log dir only.
+    const paths = {
+      '/var/lib/kafka/data-0': 'data-0',
+      '/var/lib/kafka/data-1': 'data-1',
+      '/backup': 'backup',
+    };
+    const partitions = [
+      ['clicks-0', 'metrics-0'],
+      ['orders-0', 'payments-0'],
+    ];
+    partitions.forEach((names, id) => {
+      for (const n of names)
+        cpSync(join(repoRoot, 'samples/kafka-logs', n), join(root, `data-${id}/kafka-log0`, n), {
+          recursive: true,
+        });
+    });
+    mkdirSync(join(root, 'backup'));
+    const configText = find(docs, 'ConfigMap', 'seglift-config-my-cluster-broker-0').data[
+      'seglift.yaml'
+    ] as string;
+    writeFileSync(
+      join(root, 'seglift.yaml'),
+      configText.replace('backupDir: /backup\n', `backupDir: ${join(root, 'backup')}\n`),
+    );
+    const run = (name: string, index: number) => {
+      const { args, env } = commandOf(find(docs, 'Job', name), root, paths, {
+        JOB_COMPLETION_INDEX: String(index),
+      });
+      env.SEGLIFT_CONFIG = join(root, 'seglift.yaml');
+      const r = spawnSync(cli, [...args, '--quiet'], {
+        encoding: 'utf8',
+        env: { ...process.env, ...env },
+        timeout: 120_000,
+      });
+      return { status: r.status, out: r.stdout + r.stderr };
+    };
+
+    it('each index prepares, then commits, its own volume', () => {
+      const staged = [4, 3];
+      for (const id of [0, 1]) {
+        const p = run('seglift-prepare-my-cluster-broker-0', id);
+        expect(p.status, p.out).toBe(0);
+        expect(p.out).toContain(
+          `stage: staged ${staged[id]}, already staged 0, changed while read 0, discarded 0`,
+        );
+        expect(readdirSync(join(root, `data-${id}/seglift-stage`)).sort()).toEqual([
+          '.seglift-stage',
+          ...partitions[id],
+        ]);
+      }
+      for (const id of [0, 1]) {
+        const c = run('seglift-commit-my-cluster-broker-0', id);
+        expect(c.status, c.out).toBe(0);
+        expect(c.out).toContain(
+          `stage: committed from stage ${staged[id]}, converted at commit 0, discarded 0`,
+        );
+      }
+      expect(readdirSync(join(root, 'backup')).sort()).toEqual(['.seglift-backup', ...partitions.flat()]);
+    });
+  },
+);

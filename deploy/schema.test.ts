@@ -89,7 +89,13 @@ function typeCheck(sets: Checked[]): Map<string, string[]> {
   return out;
 }
 
-const OBJECTS = { base: 12, 'overlays/archive-bucket': 14, 'overlays/statefulset': 5, 'overlays/strimzi': 5 };
+const OBJECTS = {
+  base: 12,
+  'overlays/archive-bucket': 14,
+  'overlays/statefulset': 5,
+  'overlays/strimzi': 5,
+  'overlays/strimzi-jbod': 5,
+};
 
 const job = (spec: Obj): Obj => ({
   apiVersion: 'batch/v1',
