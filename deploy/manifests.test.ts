@@ -740,10 +740,16 @@ needs(kubectl).describe('overlays/strimzi-jbod: one Indexed Job per phase, one i
         '--stage-dir',
         '/var/lib/kafka/data-$(JOB_COMPLETION_INDEX)/seglift-stage',
       ]);
-      expect(Object.fromEntries((c.env as Obj[]).map((e) => [e.name, e.value]))).toEqual({
-        SEGLIFT_CONFIG: '/etc/seglift/seglift.yaml',
-        SEGLIFT_ROOTS: '/var/lib/kafka/data-0,/var/lib/kafka/data-1,/backup',
-      });
+      expect(c.env).toEqual([
+        { name: 'SEGLIFT_CONFIG', value: '/etc/seglift/seglift.yaml' },
+        { name: 'SEGLIFT_ROOTS', value: '/var/lib/kafka/data-0,/var/lib/kafka/data-1,/backup' },
+        {
+          name: 'JOB_COMPLETION_INDEX',
+          valueFrom: {
+            fieldRef: { fieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']" },
+          },
+        },
+      ]);
       const m = mounts(c);
       for (const id of [0, 1]) {
         const v = volume(job, m[`/var/lib/kafka/data-${id}`].name);
