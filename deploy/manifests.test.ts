@@ -13,7 +13,16 @@ import {
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { validateConfig } from '@seglift/config';
-import { built, freePort, holdLockAsABroker, kubectl, needs, python3, redisServer } from '@seglift/testkit';
+import {
+  built,
+  freePort,
+  type Gate,
+  holdLockAsABroker,
+  kubectl,
+  needs,
+  python3,
+  redisServer,
+} from '@seglift/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   container,
@@ -52,6 +61,16 @@ const BROKER_CLAIMS: Record<KustomizationDir, string[]> = {
   'overlays/strimzi': ['data-0-my-cluster-broker-0'],
   'overlays/strimzi-jbod': ['data-0-my-cluster-broker-0', 'data-1-my-cluster-broker-0'],
 };
+
+/**
+ * A describe whose body renders (or prepares files) while tests are collected: with a requirement
+ * missing it collects nothing, and the gate reports the skip (or, under CI, fails).
+ */
+function describeWith(gate: Gate, name: string, body: () => void): void {
+  gate.describe(name, () => {
+    if (gate.ok) body();
+  });
+}
 
 const configOf = (docs: Obj[], name = 'seglift-config') => {
   const text = find(docs, 'ConfigMap', name).data['seglift.yaml'] as string;
@@ -107,7 +126,7 @@ describe('YAML files', () => {
   }
 });
 
-needs(kubectl).describe('every rendered kustomization', () => {
+describeWith(needs(kubectl), 'every rendered kustomization', () => {
   for (const dir of kustomizationDirs) {
     describe(dir, () => {
       const docs = render(dir);
@@ -209,7 +228,7 @@ needs(kubectl).describe('every rendered kustomization', () => {
   }
 });
 
-needs(kubectl).describe('base: Redis', () => {
+describeWith(needs(kubectl), 'base: Redis', () => {
   const docs = render('base');
   const redis = find(docs, 'Deployment', 'seglift-redis');
   const c = container(redis, 'redis');
@@ -332,7 +351,7 @@ needs(kubectl).describe('base: Redis', () => {
   });
 });
 
-needs(kubectl).describe('base: config and Jobs', () => {
+describeWith(needs(kubectl), 'base: config and Jobs', () => {
   const docs = render('base');
   const config = configOf(docs);
   const worker = find(docs, 'Job', 'seglift-worker');
@@ -488,7 +507,7 @@ needs(kubectl).describe('base: config and Jobs', () => {
   });
 });
 
-needs(kubectl).describe('overlay archive-bucket: a dedicated namespace', () => {
+describeWith(needs(kubectl), 'overlay archive-bucket: a dedicated namespace', () => {
   const docs = render('overlays/archive-bucket');
 
   it('readies segments by quiet time, the newest of each partition included', () => {
@@ -557,7 +576,7 @@ for (const [dir, broker] of Object.entries(TWO_PHASE) as [
   keyof typeof TWO_PHASE,
   (typeof TWO_PHASE)[keyof typeof TWO_PHASE],
 ][]) {
-  needs(kubectl).describe(`${dir}: two-phase Jobs for broker pod ${broker.pod}`, () => {
+  describeWith(needs(kubectl), `${dir}: two-phase Jobs for broker pod ${broker.pod}`, () => {
     const docs = render(dir);
     const prepare = find(docs, 'Job', `seglift-prepare-${broker.pod}`);
     const commit = find(docs, 'Job', `seglift-commit-${broker.pod}`);
@@ -710,65 +729,69 @@ needs(kubectl).it(
   },
 );
 
-needs(kubectl).describe('overlays/strimzi-jbod: one Indexed Job per phase, one index per JBOD volume', () => {
-  const docs = render('overlays/strimzi-jbod');
-  const pod = 'my-cluster-broker-0';
-  for (const phase of ['prepare', 'commit'] as const) {
-    const job = find(docs, 'Job', `seglift-${phase}-${pod}`);
+describeWith(
+  needs(kubectl),
+  'overlays/strimzi-jbod: one Indexed Job per phase, one index per JBOD volume',
+  () => {
+    const docs = render('overlays/strimzi-jbod');
+    const pod = 'my-cluster-broker-0';
+    for (const phase of ['prepare', 'commit'] as const) {
+      const job = find(docs, 'Job', `seglift-${phase}-${pod}`);
 
-    it(`${phase}: index = volume id, retried per volume; a bad segment fails its volume's index only`, () => {
-      expect(job.spec.completionMode).toBe('Indexed');
-      expect(job.spec.completions).toBe(2);
-      expect(job.spec.parallelism).toBe(2);
-      expect(job.spec.backoffLimitPerIndex).toBe(2);
-      expect(job.spec.backoffLimit).toBeUndefined();
-      expect(job.spec.podReplacementPolicy).toBe('Failed');
-      expect(job.spec.podFailurePolicy.rules).toEqual([
-        { action: 'Ignore', onPodConditions: [{ type: 'DisruptionTarget' }] },
-        { action: 'FailIndex', onExitCodes: { containerName: 'seglift', operator: 'In', values: [1] } },
-        { action: 'FailJob', onExitCodes: { containerName: 'seglift', operator: 'In', values: [2] } },
-        { action: 'Count', onExitCodes: { containerName: 'seglift', operator: 'In', values: [3, 143] } },
-      ]);
-    });
-
-    it(`${phase}: every pod mounts every volume of the broker and migrates the log dir of its index`, () => {
-      const c = container(job, 'seglift');
-      expect(c.args).toEqual([
-        'migrate',
-        '/var/lib/kafka/data-$(JOB_COMPLETION_INDEX)/kafka-log0',
-        `--${phase}`,
-        '--stage-dir',
-        '/var/lib/kafka/data-$(JOB_COMPLETION_INDEX)/seglift-stage',
-      ]);
-      expect(c.env).toEqual([
-        { name: 'SEGLIFT_CONFIG', value: '/etc/seglift/seglift.yaml' },
-        { name: 'SEGLIFT_ROOTS', value: '/var/lib/kafka/data-0,/var/lib/kafka/data-1,/backup' },
-        {
-          name: 'JOB_COMPLETION_INDEX',
-          valueFrom: {
-            fieldRef: { fieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']" },
-          },
-        },
-      ]);
-      const m = mounts(c);
-      for (const id of [0, 1]) {
-        const v = volume(job, m[`/var/lib/kafka/data-${id}`].name);
-        expect(v.persistentVolumeClaim.claimName).toBe(`data-${id}-${pod}`);
-      }
-      expect(podSpec(job).securityContext).toEqual({
-        runAsNonRoot: true,
-        runAsUser: 1001,
-        runAsGroup: 0,
-        fsGroup: 0,
-        fsGroupChangePolicy: 'OnRootMismatch',
-        seccompProfile: { type: 'RuntimeDefault' },
+      it(`${phase}: index = volume id, retried per volume; a bad segment fails its volume's index only`, () => {
+        expect(job.spec.completionMode).toBe('Indexed');
+        expect(job.spec.completions).toBe(2);
+        expect(job.spec.parallelism).toBe(2);
+        expect(job.spec.backoffLimitPerIndex).toBe(2);
+        expect(job.spec.backoffLimit).toBeUndefined();
+        expect(job.spec.podReplacementPolicy).toBe('Failed');
+        expect(job.spec.podFailurePolicy.rules).toEqual([
+          { action: 'Ignore', onPodConditions: [{ type: 'DisruptionTarget' }] },
+          { action: 'FailIndex', onExitCodes: { containerName: 'seglift', operator: 'In', values: [1] } },
+          { action: 'FailJob', onExitCodes: { containerName: 'seglift', operator: 'In', values: [2] } },
+          { action: 'Count', onExitCodes: { containerName: 'seglift', operator: 'In', values: [3, 143] } },
+        ]);
       });
-      expect(
-        podSpec(job).affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms,
-      ).toEqual([{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['worker-1'] }] }]);
-    });
-  }
-});
+
+      it(`${phase}: every pod mounts every volume of the broker and migrates the log dir of its index`, () => {
+        const c = container(job, 'seglift');
+        expect(c.args).toEqual([
+          'migrate',
+          '/var/lib/kafka/data-$(JOB_COMPLETION_INDEX)/kafka-log0',
+          `--${phase}`,
+          '--stage-dir',
+          '/var/lib/kafka/data-$(JOB_COMPLETION_INDEX)/seglift-stage',
+        ]);
+        expect(c.env).toEqual([
+          { name: 'SEGLIFT_CONFIG', value: '/etc/seglift/seglift.yaml' },
+          { name: 'SEGLIFT_ROOTS', value: '/var/lib/kafka/data-0,/var/lib/kafka/data-1,/backup' },
+          {
+            name: 'JOB_COMPLETION_INDEX',
+            valueFrom: {
+              fieldRef: { fieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']" },
+            },
+          },
+        ]);
+        const m = mounts(c);
+        for (const id of [0, 1]) {
+          const v = volume(job, m[`/var/lib/kafka/data-${id}`].name);
+          expect(v.persistentVolumeClaim.claimName).toBe(`data-${id}-${pod}`);
+        }
+        expect(podSpec(job).securityContext).toEqual({
+          runAsNonRoot: true,
+          runAsUser: 1001,
+          runAsGroup: 0,
+          fsGroup: 0,
+          fsGroupChangePolicy: 'OnRootMismatch',
+          seccompProfile: { type: 'RuntimeDefault' },
+        });
+        expect(
+          podSpec(job).affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms,
+        ).toEqual([{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['worker-1'] }] }]);
+      });
+    }
+  },
+);
 
 /**
  * The Jobs' command lines as the kubelet runs them ($(VAR) expanded from the container's env and
@@ -794,62 +817,67 @@ function commandOf(
 
 const cli = join(repoRoot, 'apps/cli/dist/seglift');
 
-needs(kubectl, built(cli), python3).describe('overlays/statefulset: the Jobs run with the real CLI', () => {
-  const docs = render('overlays/statefulset');
-  const root = mkdtempSync(join(tmpdir(), 'seglift-two-phase-'));
-  afterAll(() => rmSync(root, { recursive: true, force: true }));
-  // The broker volume (samples/kafka-logs as its log dir), the backup claim and the config file.
-  const paths = { '/var/lib/kafka': 'volume', '/backup': 'backup', '/etc/seglift': 'config' };
-  mkdirSync(join(root, 'volume'));
-  cpSync(join(repoRoot, 'samples/kafka-logs'), join(root, 'volume/data'), { recursive: true });
-  mkdirSync(join(root, 'backup'));
-  mkdirSync(join(root, 'config'));
-  // The config file as mounted, with its backupDir moved like the pod's paths.
-  const configText = find(docs, 'ConfigMap', 'seglift-config-kafka-0').data['seglift.yaml'] as string;
-  expect(configText).toContain('backupDir: /backup\n');
-  writeFileSync(
-    join(root, 'config/seglift.yaml'),
-    configText.replace('backupDir: /backup\n', `backupDir: ${join(root, 'backup')}\n`),
-  );
-  const run = (name: string) => {
-    const { args, env } = commandOf(find(docs, 'Job', name), root, paths);
-    const r = spawnSync(cli, [...args, '--quiet'], {
-      encoding: 'utf8',
-      env: { ...process.env, ...env },
-      timeout: 120_000,
+describeWith(
+  needs(kubectl, built(cli), python3),
+  'overlays/statefulset: the Jobs run with the real CLI',
+  () => {
+    const docs = render('overlays/statefulset');
+    const root = mkdtempSync(join(tmpdir(), 'seglift-two-phase-'));
+    afterAll(() => rmSync(root, { recursive: true, force: true }));
+    // The broker volume (samples/kafka-logs as its log dir), the backup claim and the config file.
+    const paths = { '/var/lib/kafka': 'volume', '/backup': 'backup', '/etc/seglift': 'config' };
+    mkdirSync(join(root, 'volume'));
+    cpSync(join(repoRoot, 'samples/kafka-logs'), join(root, 'volume/data'), { recursive: true });
+    mkdirSync(join(root, 'backup'));
+    mkdirSync(join(root, 'config'));
+    // The config file as mounted, with its backupDir moved like the pod's paths.
+    const configText = find(docs, 'ConfigMap', 'seglift-config-kafka-0').data['seglift.yaml'] as string;
+    expect(configText).toContain('backupDir: /backup\n');
+    writeFileSync(
+      join(root, 'config/seglift.yaml'),
+      configText.replace('backupDir: /backup\n', `backupDir: ${join(root, 'backup')}\n`),
+    );
+    const run = (name: string) => {
+      const { args, env } = commandOf(find(docs, 'Job', name), root, paths);
+      const r = spawnSync(cli, [...args, '--quiet'], {
+        encoding: 'utf8',
+        env: { ...process.env, ...env },
+        timeout: 120_000,
+      });
+      return { status: r.status, out: r.stdout + r.stderr };
+    };
+
+    it('prepare beside the live broker (its .lock held) stages every rolled segment; commit with it held is refused (exit 2); after its stop the commit swaps them in', async () => {
+      const broker = await holdLockAsABroker(join(root, 'volume/data/.lock'));
+      try {
+        const p = run('seglift-prepare-kafka-0');
+        expect(p.status, p.out).toBe(0);
+        expect(p.out).toContain('stage: staged 7, already staged 0, changed while read 0, discarded 0');
+        // Nothing in /backup: the prepare pod's read-only emptyDir there is enough.
+        expect(readdirSync(join(root, 'backup'))).toEqual([]);
+        const refused = run('seglift-commit-kafka-0');
+        expect(refused.status, refused.out).toBe(2);
+        expect(refused.out).toContain('error[LOG_DIR_LOCKED]');
+      } finally {
+        broker.stdin.end();
+        await new Promise((r) => broker.once('exit', r));
+      }
+      const c = run('seglift-commit-kafka-0');
+      expect(c.status, c.out).toBe(0);
+      expect(c.out).toContain('stage: committed from stage 7, converted at commit 0, discarded 0');
+      expect(readdirSync(join(root, 'backup')).sort()).toEqual([
+        '.seglift-backup',
+        'clicks-0',
+        'metrics-0',
+        'orders-0',
+        'payments-0',
+      ]);
     });
-    return { status: r.status, out: r.stdout + r.stderr };
-  };
+  },
+);
 
-  it('prepare beside the live broker (its .lock held) stages every rolled segment; commit with it held is refused (exit 2); after its stop the commit swaps them in', async () => {
-    const broker = await holdLockAsABroker(join(root, 'volume/data/.lock'));
-    try {
-      const p = run('seglift-prepare-kafka-0');
-      expect(p.status, p.out).toBe(0);
-      expect(p.out).toContain('stage: staged 7, already staged 0, changed while read 0, discarded 0');
-      // Nothing in /backup: the prepare pod's read-only emptyDir there is enough.
-      expect(readdirSync(join(root, 'backup'))).toEqual([]);
-      const refused = run('seglift-commit-kafka-0');
-      expect(refused.status, refused.out).toBe(2);
-      expect(refused.out).toContain('error[LOG_DIR_LOCKED]');
-    } finally {
-      broker.stdin.end();
-      await new Promise((r) => broker.once('exit', r));
-    }
-    const c = run('seglift-commit-kafka-0');
-    expect(c.status, c.out).toBe(0);
-    expect(c.out).toContain('stage: committed from stage 7, converted at commit 0, discarded 0');
-    expect(readdirSync(join(root, 'backup')).sort()).toEqual([
-      '.seglift-backup',
-      'clicks-0',
-      'metrics-0',
-      'orders-0',
-      'payments-0',
-    ]);
-  });
-});
-
-needs(kubectl, built(cli)).describe(
+describeWith(
+  needs(kubectl, built(cli)),
   'overlays/strimzi-jbod: the Indexed Jobs run with the real CLI, index by index',
   () => {
     const docs = render('overlays/strimzi-jbod');
