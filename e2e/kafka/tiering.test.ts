@@ -125,11 +125,20 @@ describe.skipIf(missing !== undefined)('tiered storage on an old topic (issue 25
 
     // The segment-aligned snapshots go (kept aside): only the one at the log end stays, the
     // snapshot a clean shutdown writes, as on a broker upgraded from before 2.8.
+    mkdirSync(join(tmp, 'kafka-snapshots'));
     for (let p = 0; p < PARTITIONS; p++) {
       const dir = dirOf(logs, p);
       const snaps = snapshotsIn(dir);
+      // Segment-aligned ones: Kafka's load also left one at the log end offset it found (the
+      // legacy data's end), inside a segment it then appended to; no copy ever asks for that one.
+      const bases = new Set(logsIn(dir).map((f) => f.replace(/\.log$/, '.snapshot')));
       for (const f of snaps.slice(0, -1)) {
+        if (!bases.has(f)) {
+          unlinkSync(join(dir, f));
+          continue;
+        }
         kafkaSnapshots.set(`${TOPIC}-${p}/${f}`, readFileSync(join(dir, f)));
+        copyFileSync(join(dir, f), join(tmp, 'kafka-snapshots', `${TOPIC}-${p}-${f}`));
         unlinkSync(join(dir, f));
       }
     }
@@ -175,4 +184,58 @@ describe.skipIf(missing !== undefined)('tiered storage on an old topic (issue 25
       throw e;
     }
   }, 300_000);
+
+  it('2: after seglift tier-prepare the same broker copies every closed segment, deletes the local ones and serves every record from offset 0; the snapshots seglift wrote are the ones Kafka wrote, byte for byte', async () => {
+    try {
+      const epochsBefore = [0, 1].map((p) =>
+        readFileSync(join(dirOf(logs, p), 'leader-epoch-checkpoint'), 'utf8'),
+      );
+      const r = await seglift(['tier-prepare', logs, '--json']);
+      expect(r.code, describeRun('seglift tier-prepare', r)).toBe(0);
+      const differ: string[] = [];
+      for (const [name, kafka] of kafkaSnapshots) {
+        const file = join(logs, name);
+        if (!existsSync(file)) differ.push(`${name}: not written`);
+        else if (!readFileSync(file).equals(kafka)) differ.push(`${name}: differs from Kafka's`);
+      }
+      expect(differ, "seglift's snapshots against Kafka's").toEqual([]);
+      const closed = closedSegments();
+      for (let p = 0; p < PARTITIONS; p++) {
+        const dir = dirOf(logs, p);
+        const bases = logsIn(dir).map((f) => f.replace(/\.log$/, '.snapshot'));
+        for (const snap of bases.slice(1))
+          expect(existsSync(join(dir, snap)), `${TOPIC}-${p}/${snap}`).toBe(true);
+      }
+      // Partition 0's first leader epoch (the one Kafka 4 started at the legacy data's end) now
+      // starts at offset 0; every other entry as Kafka wrote it.
+      const epochs0 = readFileSync(join(dirOf(logs, 0), 'leader-epoch-checkpoint'), 'utf8');
+      expect(epochs0).toBe(epochsBefore[0].replace(/^(0\n\d+\n\d+) \d+\n/, '$1 0\n'));
+      expect(epochs0).not.toBe(epochsBefore[0]);
+      expect(readFileSync(join(dirOf(logs, 1), 'leader-epoch-checkpoint'), 'utf8')).toBe(epochsBefore[1]);
+
+      await broker.start('tiering-after');
+      await broker.until(
+        () => remoteFiles(remote, '.log').length === closed,
+        180_000,
+        `${closed} segments in remote storage (${remoteFiles(remote, '.log').length} so far)`,
+      );
+      expect(broker.log()).not.toMatch(/Error occurred while copying log segments/);
+      // Local retention made small: Kafka deletes every local segment already in remote storage.
+      await h4.script(broker.bootstrap, tmp, 'local-retention', [`alter ${TOPIC} local.retention.ms=1000`]);
+      await broker.until(
+        () => [0, 1].every((p) => logsIn(dirOf(logs, p)).length === 1),
+        120_000,
+        'local segments deleted',
+      );
+      const served = await h4.read(broker.bootstrap, join(tmp, 'served.jsonl'), [TOPIC]);
+      expect(summarize(diffServed(baseline, served, new Set([TOPIC])))).toBe('');
+      const n = [...baseline.records.values()].reduce((a, l) => a + l.length, 0);
+      expect(n, 'records compared').toBeGreaterThan(3000);
+      await broker.stop();
+    } catch (e) {
+      failed = true;
+      console.error(`--- ${broker.logFile}\n${tailOf(broker.logFile, 120)}`);
+      throw e;
+    }
+  }, 400_000);
 });

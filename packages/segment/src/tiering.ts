@@ -89,7 +89,9 @@ export interface TieringState {
   segmentsBeforeFirstEpoch: number;
 }
 
-export async function tieringState(p: PartitionSegments): Promise<TieringState> {
+export async function tieringState(
+  p: Pick<PartitionSegments, 'partitionDir' | 'segments'>,
+): Promise<TieringState> {
   const closed = p.segments.slice(0, -1);
   const missingSnapshots: bigint[] = [];
   for (let i = 0; i < closed.length; i++) {
