@@ -177,6 +177,12 @@ describe.skipIf(missing !== undefined)('tiered storage on an old topic (issue 25
       expect(after(p1)).toContain('java.lang.NullPointerException');
       expect(log).toContain(`Copying 00000000000000000000.log to remote storage.`);
       expect(remoteFiles(remote, '.log'), 'nothing in remote storage').toEqual([]);
+      // tier-prepare refuses to write under a running broker (its .lock), and writes nothing.
+      const snapshotsNow = [0, 1].map((p) => snapshotsIn(dirOf(logs, p)));
+      const refused = await seglift(['tier-prepare', logs]);
+      expect(refused.code, describeRun('seglift tier-prepare (broker running)', refused)).toBe(2);
+      expect(refused.stderr).toMatch(/LOG_DIR_LOCKED/);
+      expect([0, 1].map((p) => snapshotsIn(dirOf(logs, p)))).toEqual(snapshotsNow);
       await broker.stop();
     } catch (e) {
       failed = true;
@@ -192,6 +198,15 @@ describe.skipIf(missing !== undefined)('tiered storage on an old topic (issue 25
       );
       const r = await seglift(['tier-prepare', logs, '--json']);
       expect(r.code, describeRun('seglift tier-prepare', r)).toBe(0);
+      const parts = r.stdout
+        .split('\n')
+        .filter((l) => l.startsWith('{"type":"partition"'))
+        .map((l) => JSON.parse(l));
+      expect(parts.map((x) => [x.partitionDir.replace(`${logs}/`, ''), x.mismatch ?? 'ok'])).toEqual([
+        [`${TOPIC}-0`, 'ok'],
+        [`${TOPIC}-1`, 'ok'],
+      ]);
+      expect(parts.reduce((a, x) => a + x.written.length, 0)).toBe(kafkaSnapshots.size);
       const differ: string[] = [];
       for (const [name, kafka] of kafkaSnapshots) {
         const file = join(logs, name);

@@ -126,8 +126,10 @@ describe('prepareTiering (seglift tier-prepare)', () => {
     expect(await files()).toEqual(before);
   });
 
-  it('never replaces a snapshot that exists; --dry-run writes nothing', async () => {
-    await writeFile(snap(6), 'written by Kafka');
+  it('never replaces a snapshot that exists, checks it against the replay; --dry-run writes nothing', async () => {
+    // Kafka's may lack producers (expired ones, or the empty snapshots of a log loaded without any).
+    const kafka = encodeProducerSnapshot([]);
+    await writeFile(snap(6), kafka);
     const before = await files();
     const [dry] = await prepareTiering(logDir, { dryRun: true });
     expect(dry.missingSnapshots).toEqual([3n, 8n]);
@@ -135,7 +137,25 @@ describe('prepareTiering (seglift tier-prepare)', () => {
     expect(await files()).toEqual(before);
     const [r] = await prepareTiering(logDir);
     expect(r.written).toEqual([3n, 8n]);
-    expect(await readFile(snap(6), 'utf8')).toBe('written by Kafka');
+    expect(r.verifiedAgainstKafka).toBe(1);
+    expect(r.mismatch).toBeUndefined();
+    expect(await readFile(snap(6))).toEqual(Buffer.from(kafka));
+  });
+
+  it('a snapshot Kafka wrote that contradicts the replay stops the partition: nothing after it is written', async () => {
+    await writeFile(snap(6), encodeProducerSnapshot([{ ...AT_6[0], lastSequence: 99 }]));
+    const [r] = await prepareTiering(logDir);
+    expect(r.written).toEqual([3n]);
+    expect(r.mismatch).toBe(
+      `${snap(6)}: producer 7: Kafka's snapshot has {"producerId":"7","producerEpoch":1,"lastSequence":99,"lastOffset":"5","offsetDelta":2,"timestamp":"1600000000014","coordinatorEpoch":-1,"currentTxnFirstOffset":"-1"}, the replay {"producerId":"7","producerEpoch":1,"lastSequence":2,"lastOffset":"5","offsetDelta":2,"timestamp":"1600000000014","coordinatorEpoch":-1,"currentTxnFirstOffset":"-1"}`,
+    );
+    expect(r.epochsExtended).toBe(false);
+    expect(await readFile(path.join(part, 'leader-epoch-checkpoint'), 'utf8')).toBe('0\n2\n3 8\n4 9\n');
+    await writeFile(snap(6), 'not a snapshot');
+    const [bad] = await prepareTiering(logDir);
+    expect(bad.mismatch).toMatch(
+      /^.*00000000000000000006\.snapshot: producer snapshot version 28271 \(Kafka knows only 1\) \(position 0\)$/,
+    );
   });
 
   it('a crash at any filesystem change leaves no partial snapshot under its name, and a rerun ends where a clean run does', async () => {

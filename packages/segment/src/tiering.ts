@@ -22,6 +22,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import {
   CorruptRecordError,
+  decodeProducerSnapshot,
   encodeProducerSnapshot,
   type ProducerSnapshotEntry,
   ProducerStateReplay,
@@ -29,20 +30,10 @@ import {
   SegliftError,
 } from '@seglift/format';
 import { findPartitionSegments, type PartitionSegments } from './discovery.js';
-import {
-  chmod,
-  chown,
-  fsyncDir,
-  link,
-  openForWrite,
-  removeIfExists,
-  rename,
-  syncHandle,
-  writeAll,
-} from './fsops.js';
+import { fsyncDir, link, openForWrite, removeIfExists, rename, syncHandle, writeAll } from './fsops.js';
 import { holdLogDirLocks } from './logdir-lock.js';
 import { formatBaseOffset, SNAPSHOT_SUFFIX, TMP_SUFFIX } from './names.js';
-import { ownershipOf } from './ownership.js';
+import { applyOwnership, assertCanKeepOwnership, ownershipOf } from './ownership.js';
 import { readSegmentEntries } from './reader.js';
 
 export const LEADER_EPOCH_CHECKPOINT = 'leader-epoch-checkpoint';
@@ -137,6 +128,13 @@ export interface PartitionTieringResult extends TieringState {
   epochsExtended: boolean;
   /** A partition whose epochs could not be made to cover its segments (no checkpoint entry at all). */
   epochsMissing: boolean;
+  /** Snapshots Kafka wrote that the replay was checked against (every entry equal). */
+  verifiedAgainstKafka: number;
+  /**
+   * A snapshot Kafka wrote disagrees with the replay (or does not decode): nothing more is
+   * written for this partition, and this says where and how.
+   */
+  mismatch?: string;
 }
 
 export interface PrepareTieringOptions {
@@ -180,22 +178,30 @@ async function preparePartition(p: PartitionSegments, dryRun: boolean): Promise<
     written: [],
     epochsExtended: false,
     epochsMissing: false,
+    verifiedAgainstKafka: 0,
   };
   if (dryRun) {
     result.epochsMissing = state.firstEpoch === undefined && state.closedSegments > 0;
     return result;
   }
   if (state.missingSnapshots.length > 0) {
+    // Refused before any write: the snapshots get the owner of the broker's segment files.
+    assertCanKeepOwnership(await ownershipOf(p.segments[0].path), p.segments[0].path);
     const missing = new Set(state.missingSnapshots);
     for await (const { offset, entries } of snapshotsAtSegmentEnds(p)) {
-      if (!missing.has(offset)) continue;
       const target = path.join(p.partitionDir, formatBaseOffset(offset) + SNAPSHOT_SUFFIX);
+      if (!missing.has(offset)) {
+        result.mismatch = await disagreement(target, entries);
+        if (result.mismatch !== undefined) break;
+        result.verifiedAgainstKafka++;
+        continue;
+      }
       if (await writeSnapshotIfAbsent(target, encodeProducerSnapshot(entries), p.segments[0].path))
         result.written.push(offset);
     }
     if (result.written.length > 0) await fsyncDir(p.partitionDir);
   }
-  if (state.closedSegments > 0) {
+  if (state.closedSegments > 0 && result.mismatch === undefined) {
     if (state.firstEpoch === undefined) result.epochsMissing = true;
     else if (state.firstEpoch.startOffset > p.segments[0].baseOffset) {
       await extendFirstEpoch(p, p.segments[0].baseOffset);
@@ -203,6 +209,29 @@ async function preparePartition(p: PartitionSegments, dryRun: boolean): Promise<
     }
   }
   return result;
+}
+
+/**
+ * Why the snapshot Kafka wrote at `file` contradicts the replay, or undefined when each of its
+ * entries is the replay's for that producer. Kafka's may lack producers (it drops expired ones,
+ * and writes empty snapshots for a log it loads without any), never hold other values.
+ */
+async function disagreement(file: string, replayed: ProducerSnapshotEntry[]): Promise<string | undefined> {
+  let kafka: ProducerSnapshotEntry[];
+  try {
+    kafka = decodeProducerSnapshot(await readFile(file));
+  } catch (err) {
+    return `${file}: ${(err as Error).message}`;
+  }
+  const ours = new Map(replayed.map((e) => [e.producerId, e]));
+  const show = (e: ProducerSnapshotEntry | undefined) =>
+    e === undefined ? 'none' : JSON.stringify(e, (_k, v) => (typeof v === 'bigint' ? v.toString() : v));
+  for (const k of kafka) {
+    const r = ours.get(k.producerId);
+    if (r === undefined || show(r) !== show(k))
+      return `${file}: producer ${k.producerId}: Kafka's snapshot has ${show(k)}, the replay ${show(r)}`;
+  }
+  return undefined;
 }
 
 /** Temp files of a run that died (the log dir lock is ours: no other run is writing them). */
@@ -251,7 +280,7 @@ async function writeSnapshotIfAbsent(target: string, bytes: Uint8Array, like: st
   } finally {
     await fh.close();
   }
-  await applyOwner(tmp, o);
+  await applyOwnership(tmp, o);
   try {
     await link(tmp, target);
   } catch (err) {
@@ -261,11 +290,6 @@ async function writeSnapshotIfAbsent(target: string, bytes: Uint8Array, like: st
   }
   await removeIfExists(tmp);
   return true;
-}
-
-async function applyOwner(file: string, o: { uid: number; gid: number; mode: number }): Promise<void> {
-  if (process.getuid?.() === 0) await chown(file, o.uid, o.gid);
-  await chmod(file, o.mode & 0o666);
 }
 
 /** Rewrites leader-epoch-checkpoint as Kafka does (temp file, fsync, rename), first entry moved down. */
@@ -283,7 +307,7 @@ async function extendFirstEpoch(p: PartitionSegments, startOffset: bigint): Prom
   } finally {
     await fh.close();
   }
-  await applyOwner(tmp, o);
+  await applyOwnership(tmp, o);
   await rename(tmp, file);
   await fsyncDir(p.partitionDir);
 }

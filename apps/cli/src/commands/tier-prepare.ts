@@ -12,7 +12,8 @@ STOPPED (seglift holds each log dir's .lock, as the broker does):
     brokers before 2.8 did not keep and without which Kafka's copy to remote storage fails
     (NullPointerException in RemoteLogManager); computed by replaying every batch of the
     partition in offset order as Kafka does (legacy v0/v1 data: no producers). A snapshot that
-    exists is never replaced.
+    exists is never replaced, and every snapshot Kafka wrote is checked against the replay
+    (a disagreement stops that partition, exit 1).
   - moves the first leader-epoch-checkpoint entry down to the first segment when older
     segments lie before it (data written before 0.11): Kafka refuses to copy a segment with no
     leader epoch ("segmentLeaderEpochs can not be null or empty").
@@ -39,9 +40,16 @@ export const tierPrepareCommand: Command = {
     const dryRun = flag(p, 'dry-run');
     const json = flag(p, 'json');
     let blocked = 0;
+    let mismatched = 0;
     let written = 0;
     const report = (r: PartitionTieringResult) => {
       if (r.epochsMissing) blocked++;
+      if (r.mismatch !== undefined) {
+        mismatched++;
+        ctx.err.line(
+          `error: ${r.partitionDir}: the replay disagrees with a snapshot Kafka wrote, nothing more written there: ${r.mismatch}`,
+        );
+      }
       written += r.written.length;
       if (json) {
         ctx.out.line(toJsonLine({ type: 'partition', ...r }));
@@ -62,7 +70,7 @@ export const tierPrepareCommand: Command = {
       ctx.out.line(`${r.partitionDir}: ${parts.join(', ')}`);
     };
     for (const dir of dirs) await prepareTiering(dir, { dryRun, onPartition: report });
-    if (json) ctx.out.line(toJsonLine({ type: 'summary', written, blocked, dryRun }));
-    return blocked > 0 ? ExitCode.SEGMENT_FAILED : ExitCode.OK;
+    if (json) ctx.out.line(toJsonLine({ type: 'summary', written, blocked, mismatched, dryRun }));
+    return blocked + mismatched > 0 ? ExitCode.SEGMENT_FAILED : ExitCode.OK;
   },
 };
