@@ -188,6 +188,8 @@ async function preparePartition(p: PartitionSegments, dryRun: boolean): Promise<
     // Refused before any write: the snapshots get the owner of the broker's segment files.
     assertCanKeepOwnership(await ownershipOf(p.segments[0].path), p.segments[0].path);
     const missing = new Set(state.missingSnapshots);
+    // Segments after the last missing snapshot are not read: Kafka's own snapshots cover them.
+    const last = state.missingSnapshots[state.missingSnapshots.length - 1];
     for await (const { offset, entries } of snapshotsAtSegmentEnds(p)) {
       const target = path.join(p.partitionDir, formatBaseOffset(offset) + SNAPSHOT_SUFFIX);
       if (!missing.has(offset)) {
@@ -198,6 +200,7 @@ async function preparePartition(p: PartitionSegments, dryRun: boolean): Promise<
       }
       if (await writeSnapshotIfAbsent(target, encodeProducerSnapshot(entries), p.segments[0].path))
         result.written.push(offset);
+      if (offset === last) break;
     }
     if (result.written.length > 0) await fsyncDir(p.partitionDir);
   }
