@@ -18,7 +18,7 @@
  *
  * Files only with the broker stopped: callers hold `<log.dir>/.lock` (prepareTiering does).
  */
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   CorruptRecordError,
@@ -30,6 +30,7 @@ import {
   SegliftError,
 } from '@seglift/format';
 import { findPartitionSegments, type PartitionSegments } from './discovery.js';
+import { exists } from './fs-util.js';
 import { fsyncDir, link, openForWrite, removeIfExists, rename, syncHandle, writeAll } from './fsops.js';
 import { holdLogDirLocks } from './logdir-lock.js';
 import { formatBaseOffset, SNAPSHOT_SUFFIX, TMP_SUFFIX } from './names.js';
@@ -103,13 +104,6 @@ export async function tieringState(
     firstEpoch,
     segmentsBeforeFirstEpoch,
   };
-}
-
-async function exists(p: string): Promise<boolean> {
-  return stat(p).then(
-    () => true,
-    () => false,
-  );
 }
 
 async function readEpochs(partitionDir: string): Promise<EpochEntry[]> {
