@@ -142,6 +142,18 @@ export {
 } from './stage.js';
 export { type TargetFormatOptions, type TargetFormatVerdict, targetFormatOf } from './target-format.js';
 export {
+  type EpochEntry,
+  formatLeaderEpochCheckpoint,
+  LEADER_EPOCH_CHECKPOINT,
+  type PartitionTieringResult,
+  type PrepareTieringOptions,
+  parseLeaderEpochCheckpoint,
+  prepareTiering,
+  snapshotsAtSegmentEnds,
+  type TieringState,
+  tieringState,
+} from './tiering.js';
+export {
   commitStage,
   prepareStage,
   type StageCounts,

@@ -21,6 +21,7 @@ import { ProgressBar } from '../progress.js';
 import { archiveHelp, includeActiveRules, loadSettings } from '../settings.js';
 import { count, formatBytes, renderTable } from '../table.js';
 import { commonAncestor, noSegmentsMessage, resolveTargets } from '../targets.js';
+import { auditTiering, tieringLines } from './audit-tiering.js';
 import {
   type CodecChoice,
   CodecSample,
@@ -469,10 +470,11 @@ export async function audit(
     total.errors += a.errors.length;
   }
   const codec = options.codec ?? 'zstd';
+  const tiering = await auditTiering(targets.partitions);
   if (options.json) {
     for (const a of audits) {
       const { segmentsAfter: _s, ...json } = a;
-      ctx.out.line(toJsonLine({ type: 'partition', ...json }));
+      ctx.out.line(toJsonLine({ type: 'partition', ...json, tiering: tiering.byDir.get(a.dir) }));
     }
     for (const i of ignored) ctx.out.line(toJsonLine({ type: 'ignored', ...i }));
     if (choices.length > 0) ctx.out.line(toJsonLine({ type: 'codecChoices', choices }));
@@ -536,6 +538,7 @@ export async function audit(
     }
     for (const line of codecChoiceLines(choices)) ctx.out.line(line);
     for (const i of ignored) ctx.out.line(`passed over ${i.dir}: ${i.reason}`);
+    for (const line of tieringLines(tiering.topics)) ctx.out.line(line);
     ctx.out.line(readinessLine(total));
   }
   for (const a of audits) for (const e of a.errors) ctx.err.line(e);
