@@ -6,6 +6,7 @@ import {
   Registry,
   recordSegmentReport,
   reportToPushText,
+  sampleQueueOnScrape,
   setQueueCounts,
 } from './metrics.js';
 
@@ -59,6 +60,7 @@ describe('recordSegmentReport', () => {
       m,
       {
         ...report,
+        codecMixIn: { 'v2/gzip': 1 },
         bytesIn: 500,
         bytesOut: 500,
         batchesIn: 1,
@@ -88,7 +90,10 @@ describe('recordSegmentReport', () => {
     expect(text).toContain('seglift_segments_total{result="converted"} 2\n');
     expect(text).toContain('seglift_segments_total{result="failed"} 1\n');
     expect(text).toContain('seglift_batches_total{direction="in",codec="gzip"} 21\n');
-    expect(text).toContain('seglift_batches_total{direction="in",codec="mixed"} 20\n');
+    // The failed segment's 3 v0 messages and 1 snappy wrapper: each batch under its codec.
+    expect(text).toContain('seglift_batches_total{direction="in",codec="none"} 3\n');
+    expect(text).toContain('seglift_batches_total{direction="in",codec="snappy"} 1\n');
+    expect(text).not.toContain('seglift_batches_total{direction="in",codec="mixed"}');
     expect(text).toContain('seglift_batches_total{direction="out",codec="zstd"} 6\n');
     expect(text).toContain('seglift_records_total{direction="in"} 1003\n');
     expect(text).toContain('seglift_records_total{direction="out"} 1003\n');
@@ -112,6 +117,27 @@ describe('recordSegmentReport', () => {
     expect(text).toContain('seglift_queue_jobs{state="failed"} 1\n');
     expect(text).toContain('seglift_queue_jobs{state="completed"} 0\n');
     expect(text).not.toContain('delayed');
+  });
+
+  it('samples the queue at every scrape; a failing or slow count keeps the last values', async () => {
+    const m = createMetrics();
+    let counts: () => Promise<Partial<Record<string, number>>> = async () => ({ waiting: 0, completed: 7 });
+    const stop = sampleQueueOnScrape(m, () => counts(), 50);
+    expect(await m.registry.metrics()).toContain('seglift_queue_jobs{state="completed"} 7\n');
+    // Right after "queued 10": the next scrape says so, not a sample from before.
+    counts = async () => ({ waiting: 10, completed: 7 });
+    expect(await m.registry.metrics()).toContain('seglift_queue_jobs{state="waiting"} 10\n');
+    counts = async () => {
+      throw new Error('Connection is closed.');
+    };
+    expect(await m.registry.metrics()).toContain('seglift_queue_jobs{state="waiting"} 10\n');
+    counts = () => new Promise(() => {});
+    const started = Date.now();
+    expect(await m.registry.metrics()).toContain('seglift_queue_jobs{state="waiting"} 10\n');
+    expect(Date.now() - started).toBeLessThan(1000);
+    stop();
+    counts = async () => ({ waiting: 3 });
+    expect(await m.registry.metrics()).toContain('seglift_queue_jobs{state="waiting"} 10\n');
   });
 });
 
