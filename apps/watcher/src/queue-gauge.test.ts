@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { built, freePort, needs, redisServer, spawnProgram, startRedis } from '@seglift/testkit';
-import { expect, it } from 'vitest';
+import { expect } from 'vitest';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
 const WATCHER = join(repoRoot, 'apps/watcher/dist/seglift-watcher');
