@@ -40,9 +40,17 @@ export function createMetrics(registry: Registry = new Registry()): SegliftMetri
   const metrics: SegliftMetrics = {
     registry,
     segments: counter('seglift_segments_total', 'Segments handled, by result.', ['result']),
-    batches: counter('seglift_batches_total', 'Batches read (in) and written (out).', ['direction', 'codec']),
-    records: counter('seglift_records_total', 'Records read (in) and written (out).', ['direction']),
-    bytes: counter('seglift_bytes_total', 'Segment bytes read (in) and written (out).', [
+    batches: counter(
+      'seglift_batches_total',
+      'Batches of the segments written: before (in) and after (out).',
+      ['direction', 'codec'],
+    ),
+    records: counter(
+      'seglift_records_total',
+      'Records of the segments written: before (in) and after (out).',
+      ['direction'],
+    ),
+    bytes: counter('seglift_bytes_total', 'Bytes of the segments written: before (in) and after (out).', [
       'direction',
       'codec',
     ]),
@@ -73,14 +81,25 @@ function codecInOf(report: SegmentReport): string {
   return codecs.size === 1 ? [...codecs][0] : 'mixed';
 }
 
-/** Adds one segment's report (@seglift/segment's SegmentReport) to every series. */
+/**
+ * Adds one segment's report (@seglift/segment's SegmentReport): every segment to
+ * `seglift_segments_total{result}` (and its error code), the batches, records and bytes of the
+ * segments written (converted, copied) to those series, as the CLI's table totals them: a skipped
+ * segment read to the end, or a failed one read part way, would make the size ratio say less
+ * than was written.
+ */
 export function recordSegmentReport(
   metrics: SegliftMetrics,
   report: SegmentReport,
   targetCodec: string,
 ): void {
-  const codecIn = codecInOf(report);
   metrics.segments.inc({ result: report.result });
+  if (report.error) metrics.errors.inc({ code: String(report.error.code ?? 'UNKNOWN') });
+  if (Number.isFinite(report.durationMs) && report.durationMs >= 0) {
+    metrics.conversionDuration.observe(report.durationMs / 1000);
+  }
+  if (report.result !== 'converted' && report.result !== 'copied') return;
+  const codecIn = codecInOf(report);
   // Batches are counted per codec (`codecMixIn`, one count per batch read): a segment of gzip
   // and snappy wrappers adds to both, never to a `mixed` series.
   for (const [codec, n] of batchesByCodec(report))
@@ -90,10 +109,6 @@ export function recordSegmentReport(
   addIfPositive(metrics.records, { direction: 'out' }, report.recordsOut);
   addIfPositive(metrics.bytes, { direction: 'in', codec: codecIn }, report.bytesIn);
   addIfPositive(metrics.bytes, { direction: 'out', codec: targetCodec }, report.bytesOut);
-  if (Number.isFinite(report.durationMs) && report.durationMs >= 0) {
-    metrics.conversionDuration.observe(report.durationMs / 1000);
-  }
-  if (report.error) metrics.errors.inc({ code: String(report.error.code ?? 'UNKNOWN') });
 }
 
 /** Batches read per codec, over the magics (`v1/gzip` and `v2/gzip` are both gzip). */
