@@ -78,7 +78,8 @@ from the source instead, each named on stderr with a warning).
 'seglift audit' tells the stage space a prepare needs. Procedure: docs/operator-guide.md.
 
 Ctrl-C (or SIGTERM) stops handing out segments: the ones converting finish or roll back, the
-rest are left as they were, and the exit code is 130 (143). Run the same command again to
+rest are left as they were (reported converted, rolled-back, not-started), and the exit code is
+130 (143). Run the same command again to
 resume: converted segments are skipped (already in the target codec). A second Ctrl-C stops at
 once; that is crash-safe too (the next run completes or rolls back what it finds).
 
