@@ -37,13 +37,13 @@ describe('the report table and the summary say the same thing', () => {
     const rows = formatReportTable(reports, s)
       .split('\n')
       .map((l) => l.split(/ {2,}/));
-    expect(rows.slice(2).map((r) => r.slice(0, 4))).toEqual([
-      ['a.log', 'converted', '10.0 KiB', '2.0 KiB'],
-      ['b.log', 'converted', '20.0 KiB', '4.0 KiB'],
-      ['c.log', 'rolled-back', '-', '-'],
-      ['d.log', 'not-started', '-', '-'],
-      ['e.log', 'skipped', '-', '-'],
-      ['total (5)', '2 conv/1 skip/0 fail/1 rolled back/1 not started', '30.0 KiB', '6.0 KiB'],
+    expect(rows.slice(2).map((r) => r.slice(0, 6))).toEqual([
+      ['a.log', 'converted', '10.0 KiB', '2.0 KiB', '0.200', '10'],
+      ['b.log', 'converted', '20.0 KiB', '4.0 KiB', '0.200', '20'],
+      ['c.log', 'rolled-back', '-', '-', '-', '-'],
+      ['d.log', 'not-started', '-', '-', '-', '-'],
+      ['e.log', 'skipped', '-', '-', '-', '-'],
+      ['total (5)', '2 conv/1 skip/0 fail/1 rolled back/1 not started', '30.0 KiB', '6.0 KiB', '0.200', '30'],
     ]);
     expect(rows[4].at(-1)).toBe(
       'interrupted mid-conversion: its output removed, the original left as it was',

@@ -211,7 +211,7 @@ export function formatReportTable(
     written(r) ? human(r.bytesIn) : '-',
     written(r) ? human(r.bytesOut) : '-',
     written(r) && r.bytesIn > 0 ? (r.bytesOut / r.bytesIn).toFixed(3) : '-',
-    String(r.recordsIn),
+    written(r) ? String(r.recordsIn) : '-',
     mix(r.codecMixIn),
     r.result === 'converted' ? r.throughputMBps.toFixed(1) : '-',
     [
@@ -231,7 +231,8 @@ export function formatReportTable(
     human(summary.writtenBytesIn),
     human(summary.writtenBytesOut),
     summary.ratio ? summary.ratio.toFixed(3) : '-',
-    String(summary.recordsIn),
+    // The column's sum, as in and out are: records of the segments written.
+    String(reports.reduce((n, r) => n + (written(r) ? r.recordsIn : 0), 0)),
     '',
     summary.throughputMBps.toFixed(1),
     '',
