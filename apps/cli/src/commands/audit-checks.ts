@@ -25,11 +25,18 @@ async function existingAncestor(dir: string): Promise<string> {
   }
 }
 
-/** The device of `dir` and the bytes an unprivileged writer may still use on it (df's Avail). */
-export async function filesystemOf(dir: string): Promise<{ dev: number; freeBytes: number }> {
-  const at = await existingAncestor(dir);
-  const [st, fs] = await Promise.all([stat(at), statfs(at)]);
-  return { dev: st.dev, freeBytes: fs.bavail * fs.bsize };
+/**
+ * The device of `dir` and the bytes an unprivileged writer may still use on it (df's Avail);
+ * undefined where the filesystem does not say (no figure is better than a wrong one).
+ */
+export async function filesystemOf(dir: string): Promise<{ dev: number; freeBytes: number } | undefined> {
+  try {
+    const at = await existingAncestor(dir);
+    const [st, fs] = await Promise.all([stat(at), statfs(at)]);
+    return { dev: st.dev, freeBytes: fs.bavail * fs.bsize };
+  } catch {
+    return undefined;
+  }
 }
 
 /** One filesystem a migrate writes on: what it needs there, what is free, and for what. */
@@ -61,6 +68,7 @@ export async function spaceChecks(
   let backupsPlaced = backupFs === undefined;
   for (const d of disks) {
     const fs = await filesystemOf(d.dir);
+    if (fs === undefined) continue;
     const withBackups = backupFs !== undefined && backupFs.dev === fs.dev && !backupsPlaced;
     if (withBackups) backupsPlaced = true;
     const backupBytes = withBackups ? backupTotal : 0;
