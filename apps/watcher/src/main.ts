@@ -7,7 +7,7 @@
 import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Config } from '@seglift/config';
-import { type Logger, type SegliftMetrics, setQueueCounts } from '@seglift/observability';
+import { type Logger, type SegliftMetrics, sampleQueueOnScrape } from '@seglift/observability';
 import { createRedis, openQueue, runQueueProgram, type StopSignal } from '@seglift/queue';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -151,14 +151,7 @@ async function watch(
   return EXIT_OK;
 }
 
-/** seglift_queue_jobs{state}, every 15 s (and once at start); returns the stop function. */
+/** seglift_queue_jobs{state}, read from the queue at each scrape; returns the stop function. */
 function queueGauge(queue: Queue, metrics: SegliftMetrics): () => void {
-  const update = () =>
-    queue
-      .getJobCounts('waiting', 'active', 'failed', 'completed')
-      .then((c) => setQueueCounts(metrics, c))
-      .catch(() => {});
-  void update();
-  const timer = setInterval(update, 15_000);
-  return () => clearInterval(timer);
+  return sampleQueueOnScrape(metrics, () => queue.getJobCounts('waiting', 'active', 'failed', 'completed'));
 }

@@ -25,7 +25,7 @@ import {
   settingsJson,
   settingsLine,
 } from '../settings.js';
-import { requireWithinRoots } from '../targets.js';
+import { requireExistingPaths, requireWithinRoots } from '../targets.js';
 
 const HELP = `Usage: seglift convert <segment.log>... (--out DIR | --in-place [--backup-dir DIR]) [options]
 
@@ -91,6 +91,7 @@ export const convertCommand: Command = {
         throw new UsageError(`'${f}' is not a segment (expected <20-digit base offset>.log)`, 'convert');
       }
     }
+    await requireExistingPaths(files, 'convert');
     if (outDir !== undefined) {
       const names = files.map((f) => path.basename(f));
       const dup = names.find((n, i) => names.indexOf(n) !== i);
