@@ -28,8 +28,10 @@ def main():
     bootstrap, out, plan_file = sys.argv[1:4]
     plan = json.load(open(plan_file))
     with open(out, "w") as w:
+        binding = confluent_kafka.version()
+        binding = binding[0] if isinstance(binding, tuple) else binding
         w.write(json.dumps({"kind": "version", "client": "librdkafka", "version": confluent_kafka.libversion()[0],
-                            "binding": confluent_kafka.version()[0]}) + "\n")
+                            "binding": binding}) + "\n")
         for iso in plan["isolations"]:
             c = Consumer({
                 "bootstrap.servers": bootstrap,

@@ -220,7 +220,6 @@ public class Cluster {
                   consumed.println("rec " + now + " " + id + " " + tp + " " + r.offset() + " " + new String(r.value(), StandardCharsets.UTF_8));
                   next.merge(tp, r.offset() + 1, Math::max);
                 }
-              }
                 consumed.flush();
               }
               if (!recs.isEmpty()) consumer.commitSync();
