@@ -410,10 +410,11 @@ describe.skipIf(missing !== undefined)('a three-node Kafka 4 cluster', () => {
 
   function readAll(n: ClusterNode): string {
     // The logs since the migration began (the baseline start rebuilds the indexes placement removed).
-    return brokerLogs
-      .filter((f) => f.startsWith(`${n.workDir}/`) && !/-(create|baseline)\.log$/.test(f))
-      .map((f) => readFileSync(f, 'utf8'))
-      .join('\n');
+    const files = brokerLogs.filter(
+      (f) => f.startsWith(`${n.workDir}/`) && !/-(create|baseline)\.log$/.test(f),
+    );
+    if (files.length === 0) throw new Error(`no broker log of node ${n.id} since the migration began`);
+    return files.map((f) => readFileSync(f, 'utf8')).join('\n');
   }
 
   function spawnTraffic(dir: string, stopFile: string) {
