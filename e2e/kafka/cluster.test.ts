@@ -546,6 +546,16 @@ describe.skipIf(missing !== undefined)('a three-node Kafka 4 cluster', () => {
     const recs = dumps.map((d) => d.filter((r) => r.kind === 'rec').map((r) => JSON.stringify(r)));
     const segs = dumps.map((d) => d.filter((r) => r.kind === 'seg'));
     expect(recs[0]!.length).toBeGreaterThan(10_000);
+    // The live topics as Kafka stored them: one producer id per partition, and its sequence numbers
+    // one after the other (no record written twice or lost by the idempotent producer, whose
+    // batches went to leaders migrated and not).
+    for (const { name, partitions } of LIVE)
+      for (let p = 0; p < partitions; p++) {
+        const live = dumps[0]!.filter((r) => r.kind === 'rec' && r.tp === `${name}-${p}`);
+        expect(new Set(live.map((r) => r.pid)).size, `${name}-${p}: producer ids`).toBe(1);
+        const gaps = live.filter((r, i) => r.seq !== i).slice(0, 3);
+        expect(JSON.stringify(gaps), `${name}-${p}: Kafka's sequence numbers 0, 1, 2, …`).toBe('[]');
+      }
     for (const i of [1, 2]) {
       const diffs = [];
       for (let j = 0; j < Math.max(recs[0]!.length, recs[i]!.length) && diffs.length < 10; j++)
