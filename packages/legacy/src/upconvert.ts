@@ -20,10 +20,12 @@
 import {
   type CompressionId,
   CorruptRecordError,
+  codecById,
   compressTransient,
   crc32cRange,
   crc32Range,
   DEFAULT_MAX_BATCH_BYTES,
+  DEFAULT_MAX_DECOMPRESSED_BATCH_BYTES,
   decompress,
   decompressTransient,
   encodeRecordBatch,
@@ -47,9 +49,10 @@ const NO_HEADERS = Object.freeze([]) as unknown as RecordHeader[];
 const EMPTY = new Uint8Array(0);
 const TWO32 = 4294967296;
 const LEGACY_CODEC_MASK = 0x07;
-const ZSTD = 4;
 
 export type Grouping = 'kafka' | 'coalesce';
+/** The grouping of every program (@seglift/segment's conversion settings read it from here). */
+export const DEFAULT_GROUPING: Grouping = 'coalesce';
 
 export interface OversizeBatch {
   baseOffset: bigint;
@@ -59,6 +62,7 @@ export interface OversizeBatch {
 }
 
 export interface UpconverterOptions {
+  /** Default DEFAULT_GROUPING (coalesce), as every program. */
   grouping?: Grouping;
   /** Target codec of the v2 batches. Default none. */
   codec?: CompressionId;
@@ -373,7 +377,7 @@ export class Upconverter {
   private innerEnds = new Int32Array(256);
 
   constructor(options: UpconverterOptions = {}) {
-    this.grouping = options.grouping ?? 'kafka';
+    this.grouping = options.grouping ?? DEFAULT_GROUPING;
     if (this.grouping !== 'kafka' && this.grouping !== 'coalesce') {
       throw new InvalidArgumentError(`unknown grouping ${String(this.grouping)}`);
     }
@@ -495,12 +499,13 @@ export class Upconverter {
       this.add(offset, timestamp, logAppend, b, keyPos, keyLength, b, q, valueLength);
       return true;
     }
-    if (codec >= ZSTD || valueLength < 0) return false;
+    // A codec a legacy wrapper may not carry (zstd), or no codec at all: the general path reports it.
+    if ((codecById(codec)?.minMagic ?? 3) > magic || valueLength < 0) return false;
     let inner: Uint8Array;
     try {
       inner = decompress(codec, new Uint8Array(b.buffer, b.byteOffset + q, valueLength), {
         magic,
-        maxBytes: this.decodeOptions.maxDecompressedBytes ?? 64 * 1024 * 1024,
+        maxBytes: this.decodeOptions.maxDecompressedBytes ?? DEFAULT_MAX_DECOMPRESSED_BATCH_BYTES,
       });
     } catch {
       return false;
