@@ -4,6 +4,13 @@
  */
 
 export {
+  CONVERSION_SETTINGS,
+  type ConversionSetting,
+  type ConversionSettingName,
+  type ConversionSettings,
+  conversionSetting,
+} from './conversion-settings.js';
+export {
   type ConvertOptions,
   type ConvertTestHooks,
   convertSegment,
@@ -24,7 +31,7 @@ export {
   type WalkResult,
   walkLogDirs,
 } from './discovery.js';
-export { codecLabel, type EntryInfo, formatKey, inspectEntry, needsRewrite } from './entry.js';
+export { codecLabel, type EntryInfo, formatKey, inspectEntry, keptAsIs, needsRewrite } from './entry.js';
 export {
   KafkaLeftoversError,
   LockedError,
