@@ -230,3 +230,12 @@ export type ConversionSettingName = Declared['name'];
 export function conversionSetting(name: ConversionSettingName): ConversionSetting {
   return (CONVERSION_SETTINGS as readonly ConversionSetting[]).find((s) => s.name === name)!;
 }
+
+/** `given`'s settings, each one it lacks at its declared default (level: none, the codec's own). */
+export function conversionSettingsOf(given: Partial<ConversionSettings> = {}): ConversionSettings {
+  const out: Record<string, unknown> = {};
+  for (const s of CONVERSION_SETTINGS as readonly ConversionSetting[]) {
+    out[s.name] = (given as Record<string, unknown>)[s.name] ?? s.default;
+  }
+  return out as ConversionSettings;
+}

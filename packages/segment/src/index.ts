@@ -9,6 +9,7 @@ export {
   type ConversionSettingName,
   type ConversionSettings,
   conversionSetting,
+  conversionSettingsOf,
 } from './conversion-settings.js';
 export {
   type ConvertOptions,
