@@ -158,7 +158,7 @@ describe('Upconverter fast path: the entries it takes', () => {
   it('the entry ends where its size field says: bytes after it (in the caller’s buffer) are not read', () => {
     const entry = v1(40n, 1000n, 'k', 'value');
     const host = concat(new Uint8Array(5).fill(0xee), entry, new Uint8Array(9).fill(0xee));
-    const up = new Upconverter({ grouping: 'kafka', grouping: 'kafka' });
+    const up = new Upconverter({ grouping: 'kafka' });
     up.pushEntry(host, 5, host.length);
     expect(rows([up.takeOutput()])).toEqual([[40n, 1000n, 'CreateTime', 'k', 'value']]);
     expect(general).not.toHaveBeenCalled();
@@ -238,7 +238,7 @@ describe('Upconverter fast path: what it leaves to the general path, reported as
     const host = concat(new Uint8Array(5).fill(0xee), entry);
     const size = entry.length - 12;
     const err = thrown(() =>
-      new Upconverter({ grouping: 'kafka', grouping: 'kafka' }).pushEntry(host, 5, host.length - 1),
+      new Upconverter({ grouping: 'kafka' }).pushEntry(host, 5, host.length - 1),
     );
     expect(err).toBeInstanceOf(TruncatedDataError);
     expect(err).toMatchObject({ detail: `legacy message declares ${size} bytes, ${size - 1} left` });

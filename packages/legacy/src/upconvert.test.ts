@@ -33,7 +33,7 @@ function run(entries: Uint8Array[], up: Upconverter): Uint8Array[] {
 
 describe('Upconverter', () => {
   it('kafka grouping: one v2 batch per uncompressed v0 message, exact bytes', () => {
-    const up = new Upconverter({ grouping: 'kafka', grouping: 'kafka' });
+    const up = new Upconverter({ grouping: 'kafka' });
     const batches = run([plain(5n, 0, 'v'), plain(6n, 0, null)], up);
     expect(batches.length).toBe(2);
     checkRecordBatchCrc(batches[0]);
@@ -269,7 +269,7 @@ describe('Upconverter', () => {
   });
 
   it('rejects offsets that do not increase, and bad options', () => {
-    const up = new Upconverter({ grouping: 'kafka', grouping: 'kafka' });
+    const up = new Upconverter({ grouping: 'kafka' });
     up.push(plain(5n, 0, 'a'));
     expect(() => up.push(plain(5n, 0, 'b'))).toThrow(CorruptRecordError);
     expect(() => new Upconverter({ grouping: 'kafka', maxBatchBytes: 61 })).toThrow(InvalidArgumentError);
