@@ -237,9 +237,7 @@ describe('Upconverter fast path: what it leaves to the general path, reported as
     const entry = v1(40n, 1000n, 'k', 'value');
     const host = concat(new Uint8Array(5).fill(0xee), entry);
     const size = entry.length - 12;
-    const err = thrown(() =>
-      new Upconverter({ grouping: 'kafka' }).pushEntry(host, 5, host.length - 1),
-    );
+    const err = thrown(() => new Upconverter({ grouping: 'kafka' }).pushEntry(host, 5, host.length - 1));
     expect(err).toBeInstanceOf(TruncatedDataError);
     expect(err).toMatchObject({ detail: `legacy message declares ${size} bytes, ${size - 1} left` });
     expect(general).toHaveBeenCalled();
