@@ -4,6 +4,14 @@
  */
 
 export {
+  CONVERSION_SETTINGS,
+  type ConversionSetting,
+  type ConversionSettingName,
+  type ConversionSettings,
+  conversionSetting,
+  conversionSettingsOf,
+} from './conversion-settings.js';
+export {
   type ConvertOptions,
   type ConvertTestHooks,
   convertSegment,
@@ -24,7 +32,7 @@ export {
   type WalkResult,
   walkLogDirs,
 } from './discovery.js';
-export { codecLabel, type EntryInfo, formatKey, inspectEntry, needsRewrite } from './entry.js';
+export { codecLabel, type EntryInfo, formatKey, inspectEntry, keptAsIs, needsRewrite } from './entry.js';
 export {
   KafkaLeftoversError,
   LockedError,
