@@ -36,7 +36,7 @@ function at(settings: Record<string, unknown>, dotted: string): unknown {
 describe('deploy configmaps', () => {
   it('set every conversion setting to its declared default, or to a listed deliberate override', () => {
     const maps = configMaps();
-    expect(maps.map((m) => m.file)).toContain(path.join('base', 'configmap.yaml'));
+    expect(maps.map((m) => m.file)).toContain(path.join('common', 'configmap.yaml'));
     for (const { file, settings } of maps) {
       const codec = String(at(settings, 'codec') ?? conversionSetting('codec').default).toLowerCase();
       for (const s of CONVERSION_SETTINGS as readonly ConversionSetting[]) {
