@@ -38,12 +38,17 @@ export const HEADER_SIZE_UP_TO_MAGIC = 17;
  */
 export const DEFAULT_MAX_BATCH_BYTES = 1_048_588;
 
+/** The batchLength field, as in every format's size field (DefaultRecordBatch.LENGTH_OFFSET). */
+export const LENGTH_OFFSET = 8;
 /** The v2 batch's stored CRC-32C (DefaultRecordBatch.CRC_OFFSET). */
 export const CRC_OFFSET = 17;
 export const ATTRIBUTES_OFFSET = 21;
+export const LAST_OFFSET_DELTA_OFFSET = 23;
+export const MAX_TIMESTAMP_OFFSET = 35;
 export const RECORDS_COUNT_OFFSET = 57;
 
-const COMPRESSION_CODEC_MASK = 0x07;
+/** The codec bits of the attributes (DefaultRecordBatch's COMPRESSION_CODEC_MASK). */
+export const COMPRESSION_CODEC_MASK = 0x07;
 const TIMESTAMP_TYPE_MASK = 0x08;
 const TRANSACTIONAL_FLAG_MASK = 0x10;
 const CONTROL_FLAG_MASK = 0x20;

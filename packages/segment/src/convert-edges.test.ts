@@ -28,7 +28,8 @@ import {
 import { encodeLegacyEntry } from '@seglift/legacy';
 import { needs, root } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
-import { convertSegment, MAX_SEGMENT_BYTES, SegmentWriter } from './convert.js';
+import { convertSegment } from './convert.js';
+import { MAX_SEGMENT_BYTES, SegmentWriter } from './writer.js';
 import type { FsOp } from './fsops.js';
 import { setMtimeNs } from './libc.js';
 import {

@@ -5,7 +5,6 @@
 
 export {
   type ConvertOptions,
-  type ConvertTestHooks,
   convertSegment,
   DEFAULT_SEGMENT_INDEX_BYTES,
 } from './convert.js';

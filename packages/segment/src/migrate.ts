@@ -19,7 +19,7 @@ export interface MigrateProgress {
 }
 
 export interface MigrateOptions
-  extends Omit<ConvertOptions, 'outDir' | 'inPlace' | 'onProgress' | 'testHooks' | 'beforeSwap'> {
+  extends Omit<ConvertOptions, 'outDir' | 'inPlace' | 'onProgress' | 'beforeSwap'> {
   /** Also convert each partition's active (highest base offset) segment. Default false. */
   includeActive?: boolean;
   /**
