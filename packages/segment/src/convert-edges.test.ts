@@ -29,7 +29,6 @@ import { encodeLegacyEntry } from '@seglift/legacy';
 import { needs, root } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
-import { MAX_SEGMENT_BYTES, SegmentWriter } from './writer.js';
 import type { FsOp } from './fsops.js';
 import { setMtimeNs } from './libc.js';
 import {
@@ -51,6 +50,7 @@ import {
 } from './test-support/fixtures.js';
 import { ls, recordFsOps, sha256 } from './test-support/helpers.js';
 import { independentRecords } from './test-support/independent.js';
+import { MAX_SEGMENT_BYTES, SegmentWriter } from './writer.js';
 
 const BASE = '00000000000000000000';
 const { GZIP, ZSTD } = CompressionType;

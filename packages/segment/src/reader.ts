@@ -145,11 +145,8 @@ export async function* readSegmentChunks(
       chunkFrom = w.pos;
       return c;
     };
-    const truncated = (remaining: number, detail: string, offset?: bigint): void => {
-      if (!options.acceptTruncatedTail)
-        throw new TruncatedDataError(detail, { file, position: w.pos, offset });
-      options.onTruncatedTail?.({ position: w.pos, bytes: remaining, offset });
-    };
+    const truncated = (remaining: number, detail: string, offset?: bigint): void =>
+      truncatedTail(options, { file, position: w.pos }, remaining, detail, offset);
 
     while (w.pos < fileSize) {
       options.signal?.throwIfAborted();
@@ -157,11 +154,7 @@ export async function* readSegmentChunks(
       if (remaining < HEADER_SIZE_UP_TO_MAGIC) {
         const c = pending();
         if (c) yield c;
-        let offset: bigint | undefined;
-        if (remaining >= 8) {
-          if (!w.holds(8)) await w.fill(8);
-          offset = w.buf.readBigInt64BE(w.pos - w.bufStart);
-        }
+        const offset = await partialEntryOffset(w, remaining);
         truncated(remaining, `partial entry at the end of the file: ${remaining} bytes`, offset);
         return;
       }
@@ -209,6 +202,25 @@ export async function* readSegmentChunks(
     await window?.settle();
     await fh.close();
   }
+}
+
+/** A partial entry at the end: TruncatedDataError, or with acceptTruncatedTail reported and dropped. */
+function truncatedTail(
+  options: ReadSegmentOptions,
+  at: { file: string; position: number },
+  remaining: number,
+  detail: string,
+  offset: bigint | undefined,
+): void {
+  if (!options.acceptTruncatedTail) throw new TruncatedDataError(detail, { ...at, offset });
+  options.onTruncatedTail?.({ position: at.position, bytes: remaining, offset });
+}
+
+/** The offset field of the partial entry at the window's position, when 8 bytes of it are there. */
+async function partialEntryOffset(w: ReadWindow, remaining: number): Promise<bigint | undefined> {
+  if (remaining < 8) return undefined;
+  if (!w.holds(8)) await w.fill(8);
+  return w.buf.readBigInt64BE(w.pos - w.bufStart);
 }
 
 /** The error for an entry whose size field or magic fails the framing checks (see above). */

@@ -569,6 +569,50 @@ export async function verifySegment(
     hasIndex,
     hasTimeIndex,
   };
+  await scanEntries(logPath, p.baseOffset, checker, report, options);
+  for (const ip of checker.finish()) report.problems.push(indexProblem(ip));
+  if (report.problems.length > 0) report.ok = false;
+  report.durationMs = performance.now() - start;
+  return report;
+}
+
+/** The offsets of an entry's records (shallow: its first offset), counted into the report. */
+function entryOffsets(
+  entry: SegmentEntry,
+  info: EntryInfo,
+  logPath: string,
+  report: VerifyReport,
+  options: VerifySegmentOptions,
+): bigint[] {
+  const offsets: bigint[] = [];
+  if (options.shallow) {
+    if (info.header) report.records += info.header.recordsCount;
+    offsets.push(info.offset);
+    return offsets;
+  }
+  try {
+    const records =
+      entry.magic === 2
+        ? logicalRecordsOfBatch(entry.bytes, options)
+        : logicalRecordsOfLegacyEntry(entry.bytes, options);
+    for (const r of records) {
+      report.records++;
+      offsets.push(r.offset);
+    }
+  } catch (err) {
+    throw withEntryContext(err, logPath, entry);
+  }
+  return offsets;
+}
+
+/** Every entry of the log: its CRC, its records, its offsets in order; the first error stops it. */
+async function scanEntries(
+  logPath: string,
+  baseOffset: bigint,
+  checker: IndexChecker,
+  report: VerifyReport,
+  options: VerifySegmentOptions,
+): Promise<void> {
   let last: bigint | undefined;
   const addOffsetProblem = (message: string, position: number, offset: bigint) => {
     if (report.problems.length < 100)
@@ -580,28 +624,10 @@ export async function verifySegment(
       report.entries++;
       report.bytes = entry.position + entry.size;
       checker.batch(info.position, info.lastOffset, info.maxTimestamp);
-      const offsets: bigint[] = [];
-      if (options.shallow) {
-        if (info.header) report.records += info.header.recordsCount;
-        offsets.push(info.offset);
-      } else {
-        try {
-          const records =
-            entry.magic === 2
-              ? logicalRecordsOfBatch(entry.bytes, options)
-              : logicalRecordsOfLegacyEntry(entry.bytes, options);
-          for (const r of records) {
-            report.records++;
-            offsets.push(r.offset);
-          }
-        } catch (err) {
-          throw withEntryContext(err, logPath, entry);
-        }
-      }
-      for (const off of offsets) {
-        if (off < p.baseOffset)
+      for (const off of entryOffsets(entry, info, logPath, report, options)) {
+        if (off < baseOffset)
           addOffsetProblem(
-            `offset ${off} is below the segment base offset ${p.baseOffset}`,
+            `offset ${off} is below the segment base offset ${baseOffset}`,
             entry.position,
             off,
           );
@@ -636,10 +662,6 @@ export async function verifySegment(
       offset: e.offset?.toString(),
     });
   }
-  for (const ip of checker.finish()) report.problems.push(indexProblem(ip));
-  if (report.problems.length > 0) report.ok = false;
-  report.durationMs = performance.now() - start;
-  return report;
 }
 
 function emptyVerifyReport(logPath: string): VerifyReport {
