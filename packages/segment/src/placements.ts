@@ -14,7 +14,7 @@ import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { InvalidArgumentError } from '@seglift/format';
 import { assertBackupDirOutside, backupOriginals } from './backup.js';
-import { type Conversion, SourceMovedError } from './convert.js';
+import { type Conversion, SourceMovedError } from './conversion.js';
 import { LostLockError } from './errors.js';
 import { exists } from './fs-util.js';
 import { fsyncDir, mkdirp, removeIfExists, rename, SimulatedCrash } from './fsops.js';

@@ -5,7 +5,7 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 import { stat } from 'node:fs/promises';
-import { SourceMovedError } from './convert.js';
+import { SourceMovedError } from './conversion.js';
 import { fsyncFile, link, mkdirp, removeIfExists, setMtime } from './fsops.js';
 import { INDEX_SUFFIX, LOG_SUFFIX, SegmentFiles, TIMEINDEX_SUFFIX } from './names.js';
 import { applyOwnership, type Ownership } from './ownership.js';
