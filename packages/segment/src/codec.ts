@@ -37,15 +37,20 @@ export function targetCodec(settings: CodecSettings): TargetCodec {
 }
 
 /**
- * A v2 batch (its CRC-32C already checked) in the target codec. The result lives in a reused
- * buffer: copied (or dropped) before the next call. `roundTrip`: proved in memory (see proofs.ts).
+ * A v2 batch in the target codec. The result lives in a reused buffer: copied (or dropped) before
+ * the next call. `roundTrip`: proved in memory (see proofs.ts); `crcChecked`: the caller checked
+ * the stored CRC-32C already.
  */
-export function recompressBatch(batch: Uint8Array, target: TargetCodec, roundTrip: boolean): Uint8Array {
+export function recompressBatch(
+  batch: Uint8Array,
+  target: TargetCodec,
+  how: { roundTrip: boolean; crcChecked: boolean },
+): Uint8Array {
   return recompressRecordBatch(batch, target.id, {
     level: target.level,
     maxDecompressedBytes: target.maxDecompressedBytes,
-    roundTrip,
-    crcChecked: true,
+    roundTrip: how.roundTrip,
+    crcChecked: how.crcChecked,
     transient: true,
   });
 }

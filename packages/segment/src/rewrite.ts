@@ -144,7 +144,9 @@ export async function alreadyConverted(
 /** With onlyIfSmaller, a v2 batch that recompression would grow stays as it is. */
 function keptLarger(entry: SegmentEntry, info: EntryInfo, target: TargetCodec, settings: RewriteSettings) {
   if (info.magic < 2 || !settings.onlyIfSmaller) return false;
-  return recompressBatch(entry.bytes, target, false).length > entry.bytes.length;
+  return (
+    recompressBatch(entry.bytes, target, { roundTrip: false, crcChecked: true }).length > entry.bytes.length
+  );
 }
 
 /** Forgets what `alreadyConverted` counted: the rewrite counts every entry again. */
@@ -382,7 +384,7 @@ class RewritePass {
       return;
     }
     // Copied by w.write below before another batch is recompressed.
-    const out = recompressBatch(entry.bytes, this.target, true);
+    const out = recompressBatch(entry.bytes, this.target, { roundTrip: true, crcChecked: true });
     const kept = keptAsIs(out.length, entry.bytes.length, settings);
     if (kept === undefined) {
       this.proofs.add(entry.position, out);
