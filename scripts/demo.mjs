@@ -40,3 +40,14 @@ for (const dir of readdirSync(work, { withFileTypes: true })) {
 seglift('verify', ...converted.sort());
 seglift('audit', work);
 console.log(`\nDone: converted copies in ${work}, originals backed up in ${join(base, 'backup')}.`);
+// What an operator runs next, on a real log dir (docs/operator-guide.md, sections 1 and 3).
+console.log(`
+Next, on your own data (the broker's log.dirs; run as the broker's user):
+  seglift audit /var/lib/kafka/data --codec zstd --backup-dir /backup/seglift
+      reads only, safe beside a running broker: what is still magic 0/1, the disk it needs
+  systemctl stop kafka
+  seglift migrate /var/lib/kafka/data --codec zstd --backup-dir /backup/seglift
+  seglift audit /var/lib/kafka/data --codec zstd
+  systemctl start kafka
+To keep the broker up while converting: seglift migrate --prepare, then --commit
+(docs/operator-guide.md, "Two-phase migration").`);

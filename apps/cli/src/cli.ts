@@ -4,6 +4,7 @@ import { configCommand } from './commands/config.js';
 import { convertCommand } from './commands/convert.js';
 import { inspectCommand } from './commands/inspect.js';
 import { migrateCommand } from './commands/migrate.js';
+import { tierPrepareCommand } from './commands/tier-prepare.js';
 import { verifyCommand } from './commands/verify.js';
 import { EXIT_CODES_HELP, ExitCode, exitCodeOf, formatError, UsageError } from './exit-codes.js';
 import { type CliIO, LineWriter, processIO } from './io.js';
@@ -16,6 +17,7 @@ export const COMMANDS: readonly Command[] = [
   migrateCommand,
   auditCommand,
   configCommand,
+  tierPrepareCommand,
 ];
 
 export function mainHelp(): string {

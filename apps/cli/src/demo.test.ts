@@ -27,6 +27,18 @@ needs(built(path.join(repo, 'apps/cli/dist/seglift'))).it(
       expect(r.stdout).toMatch(/converted 11 segments, skipped 0, failed 0/);
       expect(r.stdout).toMatch(/11 of 11 segments OK/);
       expect(r.stdout).toContain('Kafka 4 readiness: ready: all 11 segments read, no magic 0/1 data found.');
+      // It ends with what to run on your own data.
+      expect(r.stdout.trimEnd().split('\n').slice(-9)).toEqual([
+        "Next, on your own data (the broker's log.dirs; run as the broker's user):",
+        '  seglift audit /var/lib/kafka/data --codec zstd --backup-dir /backup/seglift',
+        '      reads only, safe beside a running broker: what is still magic 0/1, the disk it needs',
+        '  systemctl stop kafka',
+        '  seglift migrate /var/lib/kafka/data --codec zstd --backup-dir /backup/seglift',
+        '  seglift audit /var/lib/kafka/data --codec zstd',
+        '  systemctl start kafka',
+        'To keep the broker up while converting: seglift migrate --prepare, then --commit',
+        '(docs/operator-guide.md, "Two-phase migration").',
+      ]);
       expect(readdirSync(path.join(dir, 'kafka-logs')).sort()).toEqual([
         '.lock',
         'clicks-0',

@@ -6,7 +6,11 @@ export const ExitCode = {
   OK: 0,
   /** A segment failed: bad CRC, truncation, unknown codec, decompression bomb, not a segment. */
   SEGMENT_FAILED: 1,
-  /** The command line or the configuration was wrong (unknown option, missing argument, bad value). */
+  /**
+   * The command line or the configuration was wrong (unknown option, missing argument, bad value,
+   * a path given that does not exist): nothing was read or written. A typo in a path is the
+   * operator's to fix, not a bad segment: a script must not read it as corrupt data (1).
+   */
   USAGE: 2,
   /** A bug or an unexpected environment problem inside seglift. */
   INTERNAL: 3,
@@ -19,10 +23,11 @@ export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 
 export const EXIT_CODES_HELP = `Exit codes:
   0  ok
-  1  a segment failed (bad CRC, truncation, unknown codec, decompression bomb, not a segment);
-     the message names the file, the byte position and the offset
-  2  usage error or invalid configuration (every problem is listed), or a path outside the
-     configured roots
+  1  a segment failed (bad CRC, truncation, unknown codec, decompression bomb, not a segment,
+     a file that could not be read while the command ran); the message names the file, the
+     byte position and the offset
+  2  usage error or invalid configuration (every problem is listed), a path given that does not
+     exist, or a path outside the configured roots: nothing was read or written
   3  internal error
   130/143  stopped by SIGINT/SIGTERM (migrate): the rest is left as it was; rerun to resume`;
 

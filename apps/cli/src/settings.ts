@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { CODECS, type LoadedConfig, loadConfigWithSources, pipelineOptions } from '@seglift/config';
-import type { ReadinessRules } from '@seglift/segment';
+import { type ReadinessRules, readinessRules } from '@seglift/segment';
 import { intOpt, type Parsed, str } from './args.js';
 import type { CommandContext } from './command.js';
 
@@ -58,7 +58,7 @@ same switch. --include-active is for a stopped broker: the newest segments at on
 
 /** What --include-active means in readiness terms: every newest segment, now (the broker is stopped). */
 export function includeActiveRules(): ReadinessRules {
-  return { requireRolled: false, quietMs: 0 };
+  return readinessRules({ includeActive: true });
 }
 
 /** Config keys (dotted) and the flag that sets each; sizes accept k/m/g. */

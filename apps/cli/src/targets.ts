@@ -26,6 +26,22 @@ export interface Targets {
 }
 
 /**
+ * Every path given must exist before a command reads or writes anything: a missing one is a usage
+ * error (exit 2) for every command alike, named as the shell would (`X: no such file or
+ * directory`). One that vanishes later (retention deleted it meanwhile) fails as its segment (1).
+ */
+export async function requireExistingPaths(args: readonly string[], command: string): Promise<void> {
+  for (const arg of args) {
+    // stat follows a symlink: a dangling one is missing too.
+    const exists = await stat(arg).then(
+      () => true,
+      () => false,
+    );
+    if (!exists) throw new UsageError(`${arg}: no such file or directory`, command);
+  }
+}
+
+/**
  * The segments behind a command's positional arguments: a `.log` file is that segment, a
  * directory is searched like migrate searches it (log dirs, partition dirs, their parents). A
  * path that does not exist is a usage error, never an empty (and "ready") result.
@@ -35,6 +51,7 @@ export async function resolveTargets(args: string[], command: string): Promise<T
   // Each partition directory is listed once: a shell glob names every segment of it (4,800 files
   // of 48 partitions were 480,000 stats without this).
   const activeOf = new Map<string, Promise<string | undefined>>();
+  await requireExistingPaths(args, command);
   for (const arg of args) {
     const st = await stat(arg).catch(() => undefined);
     if (!st) throw new UsageError(`${arg}: no such file or directory`, command);

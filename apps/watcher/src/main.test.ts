@@ -185,7 +185,7 @@ needs(redisServer, dist).describe('seglift-watcher --once --wait exit codes on a
     const file = join(r.root, 'bad-0', seg(0));
     expect(failed).toMatchObject({
       segment: file,
-      error: { code: 'CRC_MISMATCH', file, position: 17, offset: '40' },
+      err: { code: 'CRC_MISMATCH', file, position: 17, offset: '40' },
     });
   });
 });

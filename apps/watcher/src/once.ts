@@ -2,15 +2,17 @@ import { stat } from 'node:fs/promises';
 import { type Config, pipelineOptions } from '@seglift/config';
 import type { Logger } from '@seglift/observability';
 import {
+  decodeJobFailure,
   enqueueSegments,
   fileStateOf,
+  type JobFailure,
   jobData,
   jobOptions,
   SEGMENT_JOB_NAME,
   type SegmentJobData,
   segmentJobId,
 } from '@seglift/queue';
-import { findReadySegments, type StageDir, targetFormatOf } from '@seglift/segment';
+import { findReadySegments, readinessRules, type StageDir, targetFormatOf } from '@seglift/segment';
 import { Job, type Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { JobPlanner } from './plan.js';
@@ -36,8 +38,11 @@ export interface RunOnceResult {
   queued: number;
   /** Filled with `wait`. */
   succeeded: number;
-  /** With `wait`: jobs the workers failed (bad segment, or a retryable error after every attempt). */
-  failed: Array<{ id: string; path: string; reason: string }>;
+  /**
+   * With `wait`: jobs the workers failed (bad segment, or a retryable error after every attempt),
+   * each with its failure as the worker wrote it.
+   */
+  failed: Array<{ id: string; path: string; failure: JobFailure }>;
   /** With `wait`: jobs that vanished from the queue more than 5 times (Redis keeps losing them). */
   lost: Array<{ id: string; path: string }>;
   /**
@@ -62,7 +67,10 @@ export interface RunOnceResult {
 export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
   const { config, queue, redis, logger } = options;
   if (config.roots.length === 0) throw new Error('no roots configured (set roots or SEGLIFT_ROOTS)');
-  const scan = await findReadySegments(config.roots, config.readiness, { now: options.now, realPaths: true });
+  const scan = await findReadySegments(config.roots, readinessRules(config), {
+    now: options.now,
+    realPaths: true,
+  });
   for (const r of scan.missingRoots) logger?.warn({ root: r }, 'root does not exist');
   const planner = options.planner ?? new JobPlanner(config, logger);
   const plan = await planner.jobsFor(scan.ready);
@@ -129,7 +137,7 @@ export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
         const job = await Job.fromId(queue, id);
         // A job retried by BullMQ is in 'delayed'/'wait', not here: 'failed' is final.
         pending.delete(id);
-        result.failed.push({ id, path, reason: job?.failedReason ?? 'unknown' });
+        result.failed.push({ id, path, failure: decodeJobFailure(job?.failedReason) });
       } else if (state === 'unknown') {
         // Gone: Redis restarted without persistence (or an operator removed it). Queue it again
         // under the same id; if the segment was converted meanwhile the worker reports skipped.

@@ -171,7 +171,7 @@ needs(redisServer).describe('watcher with a real Redis', () => {
           fileStateOf(join(root, 'bad-0', seg(0)), statSync(join(root, 'bad-0', seg(0)), { bigint: true })),
         ),
         path: join(root, 'bad-0', seg(0)),
-        reason: '{"code":"CRC_MISMATCH"}',
+        failure: { code: 'CRC_MISMATCH', message: '{"code":"CRC_MISMATCH"}' },
       },
     ]);
     await worker.close();

@@ -1,23 +1,18 @@
 /** What seglift-watcher accepts and says about itself: its flags, its --help, its exit codes. */
 import { describeSettings, type FlagOptions } from '@seglift/config';
+import { QUEUE_PROGRAM_OPTIONS } from '@seglift/queue';
+
+export { EXIT_OK, EXIT_RUNTIME, EXIT_USAGE } from '@seglift/queue';
 
 export const PROGRAM = 'seglift-watcher';
-export const EXIT_OK = 0;
+/** --once --wait: some segment failed, or is not in the target format after the run. */
 export const EXIT_SEGMENTS_FAILED = 1;
-export const EXIT_USAGE = 2;
-export const EXIT_RUNTIME = 3;
 
 export const OPTIONS = {
-  config: { type: 'string', short: 'c' },
-  root: { type: 'string', multiple: true },
-  'redis-url': { type: 'string' },
+  ...QUEUE_PROGRAM_OPTIONS,
   'stage-dir': { type: 'string' },
   once: { type: 'boolean' },
   wait: { type: 'boolean' },
-  'redis-timeout-ms': { type: 'string' },
-  'metrics-port': { type: 'string' },
-  'log-level': { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
 } as const satisfies FlagOptions;
 
 export const HELP = `Usage: seglift-watcher [--once [--wait]] [options]
@@ -80,7 +75,7 @@ ${describeSettings([
 ])}
 
 Logs: one JSON object per line on stderr. Each segment the workers gave up on is logged with
-error.code, error.file, error.position and error.offset; 'seglift inspect FILE --deep-iteration'
+err.code, err.file, err.position and err.offset; 'seglift inspect FILE --deep-iteration'
 shows the bytes there.
 
 Exit codes (as seglift's):
@@ -95,5 +90,3 @@ Exit codes (as seglift's):
      worker was connected (the segments still queued are logged), internal error. A rerun
      queues only what is not done yet.
 `;
-
-export const usageHint = `Run '${PROGRAM} --help' for usage.\n`;

@@ -10,6 +10,7 @@ import {
   isInside,
   isKafkaInternalDir,
   type ReadySegment,
+  readinessRules,
   SEGMENT_NAME_RE,
 } from '@seglift/segment';
 import type { Queue } from 'bullmq';
@@ -49,6 +50,7 @@ export interface WatchHandle {
 export function startWatching(options: WatchOptions): WatchHandle {
   const { config, queue, redis, logger } = options;
   const planner = options.planner ?? new JobPlanner(config, logger);
+  const rules = readinessRules(config);
   const debounceMs = options.debounceMs ?? 1000;
   // Said once per log dir and reason: an active partition is evaluated every second.
   const refusedSaid = new Map<string, string>();
@@ -86,7 +88,7 @@ export function startWatching(options: WatchOptions): WatchHandle {
       return; // directory removed
     }
     // The partition as chokidar names it, under the roots: its parent is the log dir.
-    const verdict = await evaluatePartition(dir, names, config.readiness, Date.now(), [dirname(dir)]);
+    const verdict = await evaluatePartition(dir, names, rules, Date.now(), [dirname(dir)]);
     const enq = await queueReady(verdict.ready);
     if (enq.queued > 0)
       logger?.info({ dir, queued: enq.queued, prepare: enq.held.size > 0 }, 'queued segments');
@@ -137,7 +139,7 @@ export function startWatching(options: WatchOptions): WatchHandle {
       ? setInterval(() => {
           if (rescanning || closed) return;
           rescanning = true;
-          findReadySegments(config.roots, config.readiness, { realPaths: true })
+          findReadySegments(config.roots, rules, { realPaths: true })
             .then((scan) => queueReady(scan.ready))
             .then((r) => {
               if (r.queued > 0) logger?.info({ queued: r.queued }, 'rescan queued segments');

@@ -1,3 +1,4 @@
+import { encodeJobFailure, jobFailureOf } from '@seglift/queue';
 import { UnrecoverableError } from 'bullmq';
 
 /**
@@ -71,34 +72,15 @@ export function classifyError(err: unknown): ErrorClass {
   return 'transient';
 }
 
-/** JSON of a typed error (SegliftError.toJSON) or the plain fields of any other error. */
-export function errorJson(err: unknown): Record<string, unknown> {
-  if (err !== null && typeof err === 'object') {
-    const e = err as {
-      toJSON?: () => unknown;
-      name?: unknown;
-      code?: unknown;
-      message?: unknown;
-      json?: unknown;
-    };
-    if (e.json !== undefined && typeof e.json === 'object') return e.json as Record<string, unknown>;
-    if (typeof e.toJSON === 'function') {
-      const j = e.toJSON();
-      if (j !== null && typeof j === 'object') return j as Record<string, unknown>;
-    }
-    return { name: e.name, code: e.code, message: e.message };
-  }
-  return { name: 'Error', message: String(err) };
-}
-
 /**
- * The error a processor throws: UnrecoverableError (BullMQ fails the job without retrying)
- * carrying the typed error as JSON for permanent errors, a plain Error for transient ones.
+ * The error a processor throws: UnrecoverableError (BullMQ fails the job without retrying) for
+ * permanent errors, a plain Error for transient ones; either's message is the job's failure as
+ * the queue's contract encodes it (the watcher decodes it from the job's failedReason).
  */
 export function toJobError(err: unknown): Error {
-  const json = errorJson(err);
-  if (classifyError(err) === 'permanent') return new UnrecoverableError(JSON.stringify(json));
-  const e = new Error(JSON.stringify(json));
-  e.name = typeof json.name === 'string' ? json.name : 'Error';
+  const failure = jobFailureOf(err);
+  if (classifyError(err) === 'permanent') return new UnrecoverableError(encodeJobFailure(failure));
+  const e = new Error(encodeJobFailure(failure));
+  e.name = failure.name ?? 'Error';
   return e;
 }

@@ -4,7 +4,16 @@
  */
 import { type ChildProcess, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,7 +21,12 @@ import { createRedis, doneMarkerKey, fileStateOf, segmentJobId } from '@seglift/
 import { verifySegment } from '@seglift/segment';
 import { built, needs, redisServer, spawnProgram, startRedis, type TestRedis } from '@seglift/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { type GeneratedSegment, generateLogDir, segmentDigest } from './test-support/segments.js';
+import {
+  encodeSegment,
+  type GeneratedSegment,
+  generateLogDir,
+  segmentDigest,
+} from './test-support/segments.js';
 
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
 const WORKER = join(repoRoot, 'apps/worker/dist/seglift-worker');
@@ -211,6 +225,44 @@ needs(redisServer, dist).describe('distributed mode end to end', () => {
     expect(notDone.map((l) => [l.segment, l.reason])).toEqual([
       [lie, expect.stringMatching(/^still holds a magic 0 entry \(v0\/none\) at position 0$/)],
     ]);
+  }, 60_000);
+
+  it("a bad segment: the worker's and the watcher's failure lines carry err.code, err.file, err.position and err.offset", async () => {
+    const root = join(tmp, 'logs-c');
+    const dir = join(root, 'bad-0');
+    mkdirSync(dir, { recursive: true });
+    const log = join(dir, `${'0'.padStart(20, '0')}.log`);
+    // Five v1 messages; a byte of the third one's value flipped: its CRC-32 no longer matches.
+    const bytes = encodeSegment('v1', 0n, 5, 7);
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    let third = 0;
+    for (let i = 0; i < 2; i++) third += 12 + view.getInt32(third + 8);
+    const end = third + 12 + view.getInt32(third + 8);
+    bytes[end - 1] ^= 0xff;
+    writeFileSync(log, bytes);
+    writeFileSync(join(dir, `${'5'.padStart(20, '0')}.log`), encodeSegment('v1', 5n, 5, 8));
+    const env = { ...envFor(root, 'e2e-c'), SEGLIFT_WORKER_ATTEMPTS: '1' };
+    const w = run(WORKER, ['--exit-when-drained', '--idle-ms', '1000'], env);
+    procs.push(w);
+    const watcher = run(WATCHER, ['--once', '--wait'], env);
+    expect(await watcher.exited, watcher.output()).toBe(1);
+    expect(await w.exited, w.output()).toBe(0);
+    const lines = (out: string, msg: string) =>
+      out
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l))
+        .filter((l) => l.msg === msg);
+    const err = { code: 'CRC_MISMATCH', file: log, position: third, offset: '2' };
+    const [failed, ...more] = lines(watcher.output(), 'segment failed');
+    expect(more).toEqual([]);
+    expect(failed).toMatchObject({ segment: log, err });
+    expect(failed.error).toBeUndefined();
+    const [conversion] = lines(w.output(), 'conversion failed');
+    expect(conversion).toMatchObject({ segment: log, err });
+    const [job] = lines(w.output(), 'job failed');
+    expect(job).toMatchObject({ segment: log, err });
+    expect(readFileSync(log)).toEqual(Buffer.from(bytes));
   }, 60_000);
 
   it('survives kill -9 of a worker mid-conversion and a Redis restart', async () => {

@@ -3,7 +3,10 @@ import { basename, dirname } from 'node:path';
 import { type Config, pipelineOptions } from '@seglift/config';
 import { childLogger, type Logger, recordSegmentReport, type SegliftMetrics } from '@seglift/observability';
 import {
+  encodeJobFailure,
+  encodeJobResult,
   fileStateOf,
+  type JobResult,
   markDone,
   type PartitionLease,
   partitionLeaseKey,
@@ -15,12 +18,15 @@ import {
   assertLogDirHolds,
   type ConvertOptions,
   holdLogDirLock,
-  isActiveSegment,
   LogDirLockedError,
   openStageDir,
+  quietAtStart,
+  type ReadinessRules,
+  readinessRules,
   resolveWithinRoots,
   SegmentChangedError,
   type SegmentReport,
+  segmentReadiness,
   stagePartitionDir,
   targetFormatOf,
 } from '@seglift/segment';
@@ -44,15 +50,6 @@ export interface ProcessorDeps {
   lockedRetryMs?: number;
 }
 
-export interface JobResult {
-  path: string;
-  result: string;
-  reason?: string;
-  bytesIn: number;
-  bytesOut: number;
-  durationMs: number;
-}
-
 /**
  * How the file differs from the state the job was queued for (size, mtime, and the inode when
  * the job names it), or undefined when it is that file. The ctime is not compared: a chmod or a
@@ -74,32 +71,37 @@ function changedError(logPath: string, change: string): SegmentChangedError {
   );
 }
 
-/** The job's segment, validated and confined to the roots; or a finished result (nothing to do). */
+/** A job's segment to convert: validated, confined to the roots, ready by the readiness rules. */
+interface JobSegment {
+  logPath: string;
+  size: number;
+  queued: SegmentFileState;
+  stageDir?: string;
+  logDir: string;
+  rules: ReadinessRules;
+}
+
+/**
+ * The job's segment; or a finished result (nothing to do); or, for a segment not quiet yet in an
+ * archive, when to ask again.
+ */
 async function segmentOf(
   job: Job,
   config: Config,
   redis: Redis,
-): Promise<
-  { logPath: string; size: number; queued: SegmentFileState; stageDir?: string; logDir: string } | JobResult
-> {
+): Promise<JobSegment | JobResult | { waitUntil: number }> {
   const parsed = SegmentJobSchema.safeParse(job.data);
   if (!parsed.success) {
     throw new UnrecoverableError(
-      JSON.stringify({
+      encodeJobFailure({
         name: 'InvalidArgumentError',
         code: 'INVALID_ARGUMENT',
         message: `invalid job payload: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
       }),
     );
   }
-  const finished = (path: string, result: string, reason: string, bytesIn = 0): JobResult => ({
-    path,
-    result,
-    reason,
-    bytesIn,
-    bytesOut: bytesIn,
-    durationMs: 0,
-  });
+  const finished = (path: string, result: string, reason: string, bytesIn = 0): JobResult =>
+    encodeJobResult({ path, result, reason, bytesIn, bytesOut: bytesIn, durationMs: 0 });
   let logPath: string;
   let now: SegmentFileState;
   try {
@@ -143,8 +145,13 @@ async function segmentOf(
       throw toJobError(err);
     }
   }
-  // A prepare reads beside a running broker: never its active segment, whatever the rules say.
-  if ((config.readiness.requireRolled || stageDir !== undefined) && (await isActiveSegment(logPath))) {
+  // Ready as the watcher decides (readiness.ts), whoever queued the job and by whatever clock: a
+  // prepare reads beside a running broker, so by a live broker's rule whatever the settings; in
+  // place by the settings' (an archive's segment once unchanged for quietMs).
+  const rules = readinessRules(stageDir === undefined ? config : {});
+  const readiness = await segmentReadiness(now, rules);
+  if (!readiness.ready) {
+    if (readiness.reason === 'still-changing') return { waitUntil: readiness.recheckAt };
     throw toJobError({
       name: 'InvalidArgumentError',
       code: 'INVALID_ARGUMENT',
@@ -167,7 +174,7 @@ async function segmentOf(
     await markDone(redis, config, now);
     return finished(logPath, 'skipped', 'already-target-codec', size);
   }
-  return { logPath, size, queued, stageDir, logDir };
+  return { logPath, size, queued, stageDir, logDir, rules };
 }
 
 /** One signal aborted by any of `signals`, with the first one's reason. */
@@ -184,6 +191,15 @@ export function createProcessor(deps: ProcessorDeps) {
   return async (job: Job, token?: string, bullSignal?: AbortSignal): Promise<JobResult> => {
     const started = Date.now();
     const segment = await segmentOf(job, config, redis);
+    if ('waitUntil' in segment) {
+      // Back when it has been quiet for quietMs, without using an attempt (a copy may take long).
+      logger.info(
+        { jobId: job.id, segment: job.data?.path, until: new Date(segment.waitUntil).toISOString() },
+        'segment still changing: waiting until it is quiet',
+      );
+      await job.moveToDelayed(segment.waitUntil, token);
+      throw new DelayedError();
+    }
     if ('result' in segment) {
       logger.info(
         { jobId: job.id, segment: segment.path, result: segment.result, reason: segment.reason },
@@ -191,7 +207,7 @@ export function createProcessor(deps: ProcessorDeps) {
       );
       return segment;
     }
-    const { logPath, size, queued, stageDir, logDir } = segment;
+    const { logPath, size, stageDir, rules } = segment;
     const dir = dirname(logPath);
     const log = childLogger(logger, { jobId: job.id, segment: logPath, partition: basename(dir) });
     const lease = await tryLease(redis, partitionLeaseKey(config, dir), config.worker.lockDurationMs);
@@ -214,7 +230,7 @@ export function createProcessor(deps: ProcessorDeps) {
     try {
       let report: SegmentReport;
       try {
-        report = await convert(job, logPath, logDir, size, queued, lease, bullSignal, stageDir);
+        report = await convert(job, segment, lease, bullSignal);
       } catch (err) {
         // The pool reports failures; a converter that throws (a test's, or a bug) is classified.
         await requeueIfShuttingDown();
@@ -229,10 +245,20 @@ export function createProcessor(deps: ProcessorDeps) {
         }
         throw toJobError(err);
       }
+      // Written to again when its conversion started (a copy resumed): back once quiet, as above.
+      if (report.result === 'skipped' && report.reason === 'still-changing') {
+        const until = Date.now() + (quietAtStart(rules) ?? 0) + 1;
+        log.info(
+          { until: new Date(until).toISOString() },
+          'segment still changing: waiting until it is quiet',
+        );
+        await job.moveToDelayed(until, token);
+        throw new DelayedError();
+      }
       if (report.result === 'failed') {
         if (report.aborted) await requeueIfShuttingDown();
         if (deps.metrics) recordSegmentReport(deps.metrics, report, config.codec);
-        log.warn({ reason: report.reason, error: report.error }, 'conversion failed');
+        log.warn({ reason: report.reason, err: report.error }, 'conversion failed');
         throw toJobError(report.error ?? { name: 'Error', code: 'UNKNOWN', message: report.reason });
       }
       if (deps.metrics) recordSegmentReport(deps.metrics, report, config.codec);
@@ -242,14 +268,14 @@ export function createProcessor(deps: ProcessorDeps) {
         stageDir === undefined ? await stat(logPath, { bigint: true }).catch(() => undefined) : undefined;
       if (after !== undefined) await markDone(redis, config, fileStateOf(logPath, after));
       job.updateProgress({ bytesDone: size, bytesTotal: size }).catch(() => {});
-      const result: JobResult = {
+      const result = encodeJobResult({
         path: logPath,
         result: report.result,
         reason: report.reason,
         bytesIn: report.bytesIn,
         bytesOut: report.bytesOut,
         durationMs: Date.now() - started,
-      };
+      });
       log.info(
         { result: result.result, reason: result.reason, bytesIn: result.bytesIn, bytesOut: result.bytesOut },
         'segment done',
@@ -262,13 +288,9 @@ export function createProcessor(deps: ProcessorDeps) {
 
   async function convert(
     job: Job,
-    logPath: string,
-    logDir: string,
-    size: number,
-    queued: SegmentFileState,
+    { logPath, logDir, size, queued, stageDir, rules }: JobSegment,
     lease: PartitionLease,
     bullSignal?: AbortSignal,
-    stageDir?: string,
   ) {
     let lastProgress = 0;
     const { backupDir, ...pipeline } = pipelineOptions(config);
@@ -279,6 +301,9 @@ export function createProcessor(deps: ProcessorDeps) {
         ? {
             inPlace: true,
             backupDir,
+            // An archive's segment must still be quiet when its conversion starts (the pool may
+            // have kept it waiting; a copy may have resumed).
+            quietMs: quietAtStart(rules),
             // Right before the swap (under the partition lock): a worker whose lease another
             // worker took between two renewals never swaps, and a source written to while it was
             // converted (a copy resumed) is never swapped out: those bytes would be lost with it.

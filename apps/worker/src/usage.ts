@@ -1,22 +1,16 @@
 /** What seglift-worker accepts and says about itself: its flags, its --help, its exit codes. */
 import { CODECS, describeSettings, type FlagOptions } from '@seglift/config';
+import { QUEUE_PROGRAM_OPTIONS } from '@seglift/queue';
+
+export { EXIT_OK, EXIT_RUNTIME, EXIT_USAGE } from '@seglift/queue';
 
 export const PROGRAM = 'seglift-worker';
-export const EXIT_OK = 0;
-export const EXIT_USAGE = 2;
-export const EXIT_RUNTIME = 3;
 
 export const OPTIONS = {
-  config: { type: 'string', short: 'c' },
-  root: { type: 'string', multiple: true },
-  'redis-url': { type: 'string' },
+  ...QUEUE_PROGRAM_OPTIONS,
   concurrency: { type: 'string' },
-  'log-level': { type: 'string' },
   'exit-when-drained': { type: 'boolean' },
   'idle-ms': { type: 'string' },
-  'redis-timeout-ms': { type: 'string' },
-  'metrics-port': { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
 } as const satisfies FlagOptions;
 
 export const HELP = `Usage: seglift-worker [--exit-when-drained [--idle-ms MS]] [options]
@@ -58,6 +52,7 @@ ${describeSettings([
   ['limits.maxDecompressedBatchBytes', 'refuse a batch that decompresses to more (64 MiB)'],
   ['limits.maxSegmentBytes', 'refuse a larger segment (2 GiB - 1)'],
   ['readiness.requireRolled', 'true: refuse an active segment; false: an archive, every segment'],
+  ['readiness.quietMs', 'archive: a segment written more recently waits until unchanged this long (300000)'],
   ['redis.url', 'the queue (redis://127.0.0.1:6379)'],
   ['queue.name', 'queue name (segments); the watcher must use the same'],
   ['queue.prefix', 'Redis key prefix (seglift)'],
@@ -74,7 +69,7 @@ ${describeSettings([
 
 A bad segment fails its job (format errors at once, passing I/O errors after worker.attempts
 tries) and is left exactly as it was; seglift-watcher --once --wait reports it. The worker's
-log line carries error.code, error.file, error.position and error.offset.
+log line carries err.code, err.file, err.position and err.offset.
 
 SIGTERM/SIGINT: no new jobs; running conversions get worker.shutdownGraceMs to finish, then are
 aborted (temp files removed, originals untouched) and handed back to the queue.
@@ -86,5 +81,3 @@ Exit codes (as seglift's):
   143  --exit-when-drained: stopped by SIGTERM (130: SIGINT) before the queue was drained,
        after the graceful stop above
 `;
-
-export const usageHint = `Run '${PROGRAM} --help' for usage.\n`;

@@ -9,6 +9,7 @@ import {
   rmSync,
   statSync,
   symlinkSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -378,6 +379,51 @@ needs(redisServer).describe('worker with a real Redis', () => {
       value: { result: 'skipped', reason: 'missing' },
     });
     expect([...attempts.keys()].sort()).toEqual([join(dir, seg(0)), join(dir, seg(10)), join(dir, seg(20))]);
+    await w.shutdown();
+    await Promise.all([queue.close(), events.close()]);
+    conn.disconnect();
+  });
+
+  it('an archive segment written less than readiness.quietMs ago waits, without using an attempt, and converts once quiet; so does one the conversion finds written again', async () => {
+    const quietMs = 1500;
+    const { config, dir, conn, queue, events } = setup([seg(0), seg(10)], {
+      'readiness.requireRolled': false,
+      'readiness.quietMs': quietMs,
+    });
+    const calls: Array<{ path: string; at: number; quietMs?: number }> = [];
+    const convert: ConvertFn = async (p, o) => {
+      calls.push({ path: p, at: Date.now(), quietMs: o.quietMs });
+      // The newest segment: its copy resumed when the conversion started (convert's own check).
+      if (p.endsWith(seg(10)) && calls.filter((c) => c.path === p).length === 1)
+        return report(p, { result: 'skipped', reason: 'still-changing' });
+      return report(p, { result: 'converted', bytesIn: 9, bytesOut: 9 });
+    };
+    const w = await startWorker({ config, logger, convert });
+    const fresh = join(dir, seg(0));
+    const written = statSync(fresh).mtimeMs;
+    const job = await add(queue, config, { path: fresh, size: 1, mtimeMs: 1 });
+    let state = '';
+    for (let i = 0; i < 500 && state !== 'delayed'; i++) {
+      state = (await (await queue.getJob(job.id!))?.getState()) ?? '';
+      if (state !== 'delayed') await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(state).toBe('delayed');
+    expect(calls).toEqual([]);
+    expect(await finished(job, events)).toMatchObject({ ok: true, value: { result: 'converted' } });
+    // Converted only once quiet, the conversion told to check the quiet again; no attempt used.
+    expect(calls).toEqual([{ path: fresh, at: expect.any(Number), quietMs }]);
+    expect(calls[0].at).toBeGreaterThanOrEqual(Math.trunc(written) + quietMs);
+    expect(await queue.getJob(job.id!)).toMatchObject({ attemptsMade: 1 });
+    // Quiet when taken (stamped back), written again when its conversion started: waits again.
+    const newest = join(dir, seg(10));
+    const old = new Date(Date.now() - 2 * quietMs);
+    utimesSync(newest, old, old);
+    const again = await add(queue, config, { path: newest, size: 1, mtimeMs: 1 });
+    expect(await finished(again, events)).toMatchObject({ ok: true, value: { result: 'converted' } });
+    const tries = calls.filter((c) => c.path === newest);
+    expect(tries).toHaveLength(2);
+    expect(tries[1].at - tries[0].at).toBeGreaterThanOrEqual(quietMs);
+    expect(await queue.getJob(again.id!)).toMatchObject({ attemptsMade: 1 });
     await w.shutdown();
     await Promise.all([queue.close(), events.close()]);
     conn.disconnect();

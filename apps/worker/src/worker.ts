@@ -1,10 +1,10 @@
 import type { Config } from '@seglift/config';
 import type { Logger, SegliftMetrics } from '@seglift/observability';
-import { createRedis, type SegmentJobData } from '@seglift/queue';
+import { createRedis, decodeJobFailure, type JobResult, type SegmentJobData } from '@seglift/queue';
 import { ConversionPool } from '@seglift/segment';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { type ConvertFn, createProcessor, type JobResult } from './processor.js';
+import { type ConvertFn, createProcessor } from './processor.js';
 
 export interface StartWorkerOptions {
   config: Config;
@@ -55,7 +55,11 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerHa
   });
   worker.on('error', (err) => logger.warn({ err }, 'worker error'));
   worker.on('failed', (job, err) => {
-    if (job) logger.warn({ jobId: job.id, segment: job.data?.path, reason: err.message }, 'job failed');
+    if (job)
+      logger.warn(
+        { jobId: job.id, segment: job.data?.path, err: decodeJobFailure(err.message) },
+        'job failed',
+      );
   });
   worker.on('stalled', (jobId) => logger.warn({ jobId }, 'job stalled; it will be redone'));
 

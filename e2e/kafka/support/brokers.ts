@@ -35,7 +35,7 @@ export function tailOf(file: string, lines = 80): string {
   return readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n');
 }
 
-async function until(cond: () => boolean, timeoutMs: number, what: string, proc?: ChildProcess) {
+export async function until(cond: () => boolean, timeoutMs: number, what: string, proc?: ChildProcess) {
   const end = Date.now() + timeoutMs;
   while (!cond()) {
     if (proc && proc.exitCode !== null) throw new Error(`${what}: the process exited with ${proc.exitCode}`);
@@ -55,13 +55,13 @@ function accepts(port: number): Promise<boolean> {
   });
 }
 
-interface Jvm {
+export interface Jvm {
   proc: ChildProcess;
   exited: Promise<number | null>;
   logFile: string;
 }
 
-function startJvm(
+export function startJvm(
   jars: string,
   mainClass: string,
   args: string[],
@@ -98,13 +98,13 @@ function startJvm(
 }
 
 /** A directory the broker user can use for its config, JVM temp files and logs. */
-function prepareWorkDir(workDir: string, user: BrokerUser): void {
+export function prepareWorkDir(workDir: string, user: BrokerUser): void {
   mkdirSync(join(workDir, 'jvm-tmp'), { recursive: true, mode: 0o755 });
   writeFileSync(join(workDir, 'log4j2-broker.properties'), template('log4j2-broker.properties', {}));
   chownTree(join(workDir, 'jvm-tmp'), user);
 }
 
-async function stopJvm(jvm: Jvm, what: string, timeoutMs = 90_000): Promise<number | null> {
+export async function stopJvm(jvm: Jvm, what: string, timeoutMs = 90_000): Promise<number | null> {
   if (jvm.proc.exitCode !== null) return jvm.proc.exitCode;
   jvm.proc.kill('SIGTERM');
   const t = setTimeout(() => jvm.proc.kill('SIGKILL'), timeoutMs);

@@ -17,6 +17,8 @@ export * from './crc.js';
 export * from './errors.js';
 export * from './index-file.js';
 export * from './logical.js';
+export * from './producer-snapshot.js';
+export * from './producer-state.js';
 export * from './record.js';
 export * from './record-batch.js';
 export * from './types.js';

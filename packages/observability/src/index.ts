@@ -24,6 +24,7 @@ export {
   recordSegmentReport,
   reportToPushText,
   type SegliftMetrics,
+  sampleQueueOnScrape,
   setQueueCounts,
 } from './metrics.js';
 export { isSecretKey, REDACTED, redactString, sanitize, serializeError } from './redact.js';

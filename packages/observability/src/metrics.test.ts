@@ -6,6 +6,7 @@ import {
   Registry,
   recordSegmentReport,
   reportToPushText,
+  sampleQueueOnScrape,
   setQueueCounts,
 } from './metrics.js';
 
@@ -59,6 +60,7 @@ describe('recordSegmentReport', () => {
       m,
       {
         ...report,
+        codecMixIn: { 'v2/gzip': 1 },
         bytesIn: 500,
         bytesOut: 500,
         batchesIn: 1,
@@ -84,23 +86,50 @@ describe('recordSegmentReport', () => {
       },
       'zstd',
     );
+    // Skipped (read to its end, nothing written): counted as a segment, not in the volumes.
+    recordSegmentReport(
+      m,
+      { ...report, result: 'skipped', reason: 'already-target-codec', bytesOut: 0, durationMs: 3 },
+      'zstd',
+    );
+    // A segment of v0 messages and a snappy wrapper: each batch under its own codec.
+    recordSegmentReport(
+      m,
+      {
+        ...report,
+        codecMixIn: { 'v0/none': 3, 'v1/snappy': 1 },
+        bytesIn: 300,
+        bytesOut: 100,
+        batchesIn: 4,
+        batchesOut: 1,
+        recordsIn: 5,
+        recordsOut: 5,
+        durationMs: 10,
+      },
+      'zstd',
+    );
     const text = await m.registry.metrics();
-    expect(text).toContain('seglift_segments_total{result="converted"} 2\n');
+    expect(text).toContain('seglift_segments_total{result="converted"} 3\n');
     expect(text).toContain('seglift_segments_total{result="failed"} 1\n');
+    expect(text).toContain('seglift_segments_total{result="skipped"} 1\n');
     expect(text).toContain('seglift_batches_total{direction="in",codec="gzip"} 21\n');
-    expect(text).toContain('seglift_batches_total{direction="in",codec="mixed"} 20\n');
-    expect(text).toContain('seglift_batches_total{direction="out",codec="zstd"} 6\n');
-    expect(text).toContain('seglift_records_total{direction="in"} 1003\n');
-    expect(text).toContain('seglift_records_total{direction="out"} 1003\n');
+    expect(text).toContain('seglift_batches_total{direction="in",codec="none"} 3\n');
+    expect(text).toContain('seglift_batches_total{direction="in",codec="snappy"} 1\n');
+    expect(text).not.toContain('codec="mixed"} 4');
+    expect(text).toContain('seglift_batches_total{direction="out",codec="zstd"} 7\n');
+    expect(text).toContain('seglift_records_total{direction="in"} 1008\n');
+    expect(text).toContain('seglift_records_total{direction="out"} 1008\n');
     expect(text).toContain('seglift_bytes_total{direction="in",codec="gzip"} 10500\n');
-    expect(text).toContain('seglift_bytes_total{direction="in",codec="mixed"} 10000\n');
-    expect(text).toContain('seglift_bytes_total{direction="out",codec="zstd"} 4500\n');
+    // Bytes per batch are not reported: a segment of several codecs is `mixed` here.
+    expect(text).toContain('seglift_bytes_total{direction="in",codec="mixed"} 300\n');
+    expect(text).toContain('seglift_bytes_total{direction="out",codec="zstd"} 4600\n');
     expect(text).toContain('seglift_errors_total{code="CRC_MISMATCH"} 1\n');
-    expect(text).toContain('seglift_conversion_duration_seconds_count 3\n');
-    expect(text).toContain('seglift_conversion_duration_seconds_sum 1.527\n');
-    expect(text).toContain('seglift_conversion_duration_seconds_bucket{le="0.01"} 1\n');
-    expect(text).toContain('seglift_conversion_duration_seconds_bucket{le="0.05"} 2\n');
-    expect(text).toContain('seglift_conversion_duration_seconds_bucket{le="2.5"} 3\n');
+    expect(text).toContain('seglift_conversion_duration_seconds_count 5\n');
+    // 1.5 + 0.02 + 0.007 + 0.003 + 0.01 in doubles.
+    expect(text).toContain('seglift_conversion_duration_seconds_sum 1.5399999999999998\n');
+    expect(text).toContain('seglift_conversion_duration_seconds_bucket{le="0.01"} 3\n');
+    expect(text).toContain('seglift_conversion_duration_seconds_bucket{le="0.05"} 4\n');
+    expect(text).toContain('seglift_conversion_duration_seconds_bucket{le="2.5"} 5\n');
   });
 
   it('sets queue gauges for the four states, zero for the missing ones', async () => {
@@ -112,6 +141,27 @@ describe('recordSegmentReport', () => {
     expect(text).toContain('seglift_queue_jobs{state="failed"} 1\n');
     expect(text).toContain('seglift_queue_jobs{state="completed"} 0\n');
     expect(text).not.toContain('delayed');
+  });
+
+  it('samples the queue at every scrape; a failing or slow count keeps the last values', async () => {
+    const m = createMetrics();
+    let counts: () => Promise<Partial<Record<string, number>>> = async () => ({ waiting: 0, completed: 7 });
+    const stop = sampleQueueOnScrape(m, () => counts(), 50);
+    expect(await m.registry.metrics()).toContain('seglift_queue_jobs{state="completed"} 7\n');
+    // Right after "queued 10": the next scrape says so, not a sample from before.
+    counts = async () => ({ waiting: 10, completed: 7 });
+    expect(await m.registry.metrics()).toContain('seglift_queue_jobs{state="waiting"} 10\n');
+    counts = async () => {
+      throw new Error('Connection is closed.');
+    };
+    expect(await m.registry.metrics()).toContain('seglift_queue_jobs{state="waiting"} 10\n');
+    counts = () => new Promise(() => {});
+    const started = Date.now();
+    expect(await m.registry.metrics()).toContain('seglift_queue_jobs{state="waiting"} 10\n');
+    expect(Date.now() - started).toBeLessThan(1000);
+    stop();
+    counts = async () => ({ waiting: 3 });
+    expect(await m.registry.metrics()).toContain('seglift_queue_jobs{state="waiting"} 10\n');
   });
 });
 

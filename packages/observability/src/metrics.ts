@@ -14,9 +14,10 @@ export interface SegliftMetrics {
   registry: Registry;
   /** Segments handled, by `result` (whatever the report says: converted, skipped, failed, ...). */
   segments: Counter<'result'>;
-  /** `direction` in | out; `codec` of the batches (input side: `codecIn` of the report). */
+  /** `direction` in | out; `codec` of the batches: each batch read under its own codec. */
   batches: Counter<'direction' | 'codec'>;
   records: Counter<'direction'>;
+  /** `codec` in: the segment's input codec, or `mixed` when its batches have several (bytes per batch are not reported). */
   bytes: Counter<'direction' | 'codec'>;
   conversionDuration: Histogram<string>;
   /** Errors by SegliftError `code` (CRC_MISMATCH, TRUNCATED, ...). */
@@ -39,9 +40,17 @@ export function createMetrics(registry: Registry = new Registry()): SegliftMetri
   const metrics: SegliftMetrics = {
     registry,
     segments: counter('seglift_segments_total', 'Segments handled, by result.', ['result']),
-    batches: counter('seglift_batches_total', 'Batches read (in) and written (out).', ['direction', 'codec']),
-    records: counter('seglift_records_total', 'Records read (in) and written (out).', ['direction']),
-    bytes: counter('seglift_bytes_total', 'Segment bytes read (in) and written (out).', [
+    batches: counter(
+      'seglift_batches_total',
+      'Batches of the segments written: before (in) and after (out).',
+      ['direction', 'codec'],
+    ),
+    records: counter(
+      'seglift_records_total',
+      'Records of the segments written: before (in) and after (out).',
+      ['direction'],
+    ),
+    bytes: counter('seglift_bytes_total', 'Bytes of the segments written: before (in) and after (out).', [
       'direction',
       'codec',
     ]),
@@ -66,31 +75,81 @@ export function createMetrics(registry: Registry = new Registry()): SegliftMetri
   return metrics;
 }
 
-/** The fields of a segment report that metrics use (a plain object, no package dependency). */
-/** The input codec label of a report: its one codec, or `mixed` (`v1/gzip` counts as gzip). */
+/** The input codec label of a report's bytes: its one codec, or `mixed` (`v1/gzip` counts as gzip). */
 function codecInOf(report: SegmentReport): string {
   const codecs = new Set(Object.keys(report.codecMixIn).map((k) => k.slice(k.indexOf('/') + 1)));
   return codecs.size === 1 ? [...codecs][0] : 'mixed';
 }
 
-/** Adds one segment's report (@seglift/segment's SegmentReport) to every series. */
+/**
+ * Adds one segment's report (@seglift/segment's SegmentReport): every segment to
+ * `seglift_segments_total{result}` (and its error code), the batches, records and bytes of the
+ * segments written (converted, copied) to those series, as the CLI's table totals them: a skipped
+ * segment read to the end, or a failed one read part way, would make the size ratio say less
+ * than was written.
+ */
 export function recordSegmentReport(
   metrics: SegliftMetrics,
   report: SegmentReport,
   targetCodec: string,
 ): void {
-  const codecIn = codecInOf(report);
   metrics.segments.inc({ result: report.result });
-  addIfPositive(metrics.batches, { direction: 'in', codec: codecIn }, report.batchesIn);
+  if (report.error) metrics.errors.inc({ code: String(report.error.code ?? 'UNKNOWN') });
+  if (Number.isFinite(report.durationMs) && report.durationMs >= 0) {
+    metrics.conversionDuration.observe(report.durationMs / 1000);
+  }
+  if (report.result !== 'converted' && report.result !== 'copied') return;
+  const codecIn = codecInOf(report);
+  // Batches are counted per codec (`codecMixIn`, one count per batch read): a segment of gzip
+  // and snappy wrappers adds to both, never to a `mixed` series.
+  for (const [codec, n] of batchesByCodec(report))
+    addIfPositive(metrics.batches, { direction: 'in', codec }, n);
   addIfPositive(metrics.batches, { direction: 'out', codec: targetCodec }, report.batchesOut);
   addIfPositive(metrics.records, { direction: 'in' }, report.recordsIn);
   addIfPositive(metrics.records, { direction: 'out' }, report.recordsOut);
   addIfPositive(metrics.bytes, { direction: 'in', codec: codecIn }, report.bytesIn);
   addIfPositive(metrics.bytes, { direction: 'out', codec: targetCodec }, report.bytesOut);
-  if (Number.isFinite(report.durationMs) && report.durationMs >= 0) {
-    metrics.conversionDuration.observe(report.durationMs / 1000);
+}
+
+/** Batches read per codec, over the magics (`v1/gzip` and `v2/gzip` are both gzip). */
+function batchesByCodec(report: SegmentReport): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [key, n] of Object.entries(report.codecMixIn)) {
+    const codec = key.slice(key.indexOf('/') + 1);
+    out.set(codec, (out.get(codec) ?? 0) + n);
   }
-  if (report.error) metrics.errors.inc({ code: String(report.error.code ?? 'UNKNOWN') });
+  return out;
+}
+
+/**
+ * `seglift_queue_jobs{state}` read from `counts` at every scrape (prom-client's collect), so that
+ * what Prometheus stores is the queue at that moment: a timer's sample was up to 15 s old, the
+ * first one taken before anything was queued. A count that fails or takes longer than
+ * `timeoutMs` leaves the last values (a scrape never hangs on Redis). Returns the stop function.
+ */
+export function sampleQueueOnScrape(
+  metrics: SegliftMetrics,
+  counts: () => Promise<Partial<Record<string, number>>>,
+  timeoutMs = 2000,
+): () => void {
+  const gauge = metrics.queueJobs as Gauge<'state'> & { collect?: () => Promise<void> };
+  gauge.collect = async () => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), timeoutMs);
+    });
+    try {
+      const c = await Promise.race([counts(), late]);
+      if (c !== undefined) setQueueCounts(metrics, c);
+    } catch {
+      // Redis unavailable: the last values stay; the watcher logs Redis errors itself.
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  return () => {
+    gauge.collect = undefined;
+  };
 }
 
 /** Sets `seglift_queue_jobs{state}` from counts such as BullMQ's `queue.getJobCounts()`. */

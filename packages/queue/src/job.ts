@@ -8,6 +8,7 @@ import type { Config } from '@seglift/config';
 import { Job, type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { createRedis } from './redis.js';
 
 const decimal = z.string().regex(/^\d{1,30}$/, { message: 'must be a decimal integer' });
 
@@ -221,4 +222,39 @@ export async function markDone(redis: Redis, config: Config, file: SegmentFileSt
     'EX',
     DONE_MARKER_TTL_SECONDS,
   );
+}
+
+/**
+ * Resolves true once the queue had no waiting/delayed/active job for `idleMs` straight, false
+ * when `stop` aborts first (a worker's `--exit-when-drained`), on a connection of its own.
+ */
+export async function waitUntilDrained(config: Config, idleMs: number, stop: AbortSignal): Promise<boolean> {
+  const conn = createRedis(config.redis.url);
+  conn.on('error', () => {});
+  const queue = openQueue(config, conn);
+  let idleSince: number | undefined;
+  try {
+    while (!stop.aborted) {
+      const c = await queue.getJobCounts('waiting', 'delayed', 'active', 'prioritized');
+      const busy = Object.values(c).reduce((a, b) => a + b, 0);
+      if (busy > 0) idleSince = undefined;
+      else idleSince ??= Date.now();
+      if (idleSince !== undefined && Date.now() - idleSince >= idleMs) return true;
+      await new Promise<void>((r) => {
+        const t = setTimeout(r, Math.min(1000, Math.max(50, idleMs / 4)));
+        stop.addEventListener(
+          'abort',
+          () => {
+            clearTimeout(t);
+            r();
+          },
+          { once: true },
+        );
+      });
+    }
+    return false;
+  } finally {
+    await queue.close().catch(() => {});
+    conn.disconnect();
+  }
 }

@@ -15,6 +15,7 @@ export {
 } from './discovery.js';
 export { codecLabel, type EntryInfo, formatKey, inspectEntry, needsRewrite } from './entry.js';
 export { LogDirLockedError, SegmentChangedError } from './errors.js';
+export { kafkaLeftovers } from './leftovers.js';
 export {
   acquireLogDirLock,
   assertLogDirHolds,
@@ -24,7 +25,13 @@ export {
   logDirOfSegment,
 } from './logdir-lock.js';
 export { type MigrateOptions, type MigrateResult, migrate } from './migrate.js';
-export { isKafkaInternalDir, parsePartitionDirName, SEGMENT_NAME_RE, SegmentFiles } from './names.js';
+export {
+  isKafkaInternalDir,
+  parsePartitionDirName,
+  parseSegmentName,
+  SEGMENT_NAME_RE,
+  SegmentFiles,
+} from './names.js';
 export { PIPELINE_NODE } from './node-flags.js';
 export { ConversionPool } from './pool.js';
 export { readSegmentEntries, type SegmentEntry } from './reader.js';
@@ -33,9 +40,13 @@ export {
   findReadySegments,
   newestSegmentReady,
   type PartitionVerdict,
+  quietAtStart,
   type ReadinessRules,
   type ReadyScan,
   type ReadySegment,
+  readinessRules,
+  type SegmentReadiness,
+  segmentReadiness,
   segmentReady,
   splitReady,
 } from './readiness.js';
@@ -59,5 +70,6 @@ export {
   stagePartitionDir,
 } from './stage.js';
 export { targetFormatOf } from './target-format.js';
+export { type PartitionTieringResult, prepareTiering, tieringState } from './tiering.js';
 export { commitStage, prepareStage, type StageCounts } from './two-phase.js';
 export { type VerifyReport, verifySegment } from './verify.js';

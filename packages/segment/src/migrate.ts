@@ -49,7 +49,7 @@ export interface MigrateResult {
   partitions: number;
   /** Directories with segments that are not partition logs Kafka loads (metadata log, backups). */
   ignored: IgnoredDir[];
-  /** The signal stopped the run: segments not reached are reported 'not-started'. */
+  /** The signal stopped the run: segments not reached are reported 'not-started', those stopped mid-conversion 'rolled-back'. */
   interrupted: boolean;
   /** How the run was executed (threads fall back to inline when the thread script is missing). */
   mode: 'threads' | 'inline';
@@ -160,7 +160,8 @@ export interface ConversionPlan {
 
 /**
  * Converts every segment of the plan (the pool, or inline), with progress and one report per
- * segment in plan order; segments an abort kept from starting are reported 'not-started'.
+ * segment in plan order; segments an abort kept from starting are reported 'not-started', those it
+ * stopped before their swap 'rolled-back'.
  */
 export async function runConversions(
   plan: ConversionPlan,
@@ -178,6 +179,8 @@ export async function runConversions(
       signal,
       onProgress: (d) => tracker.running(i, d),
     } as ConvertOptions);
+    // Labelled before anyone hears of it (the NDJSON line, the bar).
+    if (r.aborted) rolledBack(r);
     results[i] = r;
     tracker.finished(i, todo[i].size);
     options.onSegment?.(r);
@@ -259,7 +262,15 @@ function groupBy(items: number[], key: (i: number) => string): number[][] {
   return [...groups.values()];
 }
 
-/** Segments an abort kept from starting, or stopped before their swap: 'not-started'. */
+/** Stopped mid-conversion: its temp files are gone and the original was never touched; never 'failed'. */
+function rolledBack(r: SegmentReport): void {
+  r.result = 'rolled-back';
+  r.reason = 'interrupted mid-conversion: its output removed, the original left as it was';
+  r.bytesOut = 0;
+  delete r.error;
+}
+
+/** Segments an abort kept from starting: 'not-started'. */
 function reportUnfinished(todo: SegmentFile[], results: SegmentReport[]): void {
   for (let i = 0; i < todo.length; i++) {
     const r = results[i];
@@ -269,11 +280,6 @@ function reportUnfinished(todo: SegmentFile[], results: SegmentReport[]): void {
       nr.reason = 'interrupted before it started';
       nr.bytesIn = todo[i].size;
       results[i] = nr;
-    } else if (r.aborted) {
-      // Stopped mid-conversion: its temp files are gone and the original was never touched.
-      r.result = 'not-started';
-      r.reason = 'interrupted before its swap; left as it was';
-      delete r.error;
     }
   }
 }

@@ -75,9 +75,9 @@ function currentUser(): string {
   return typeof process.getuid === 'function' ? userName(process.getuid()) : 'this user';
 }
 
-/** Root needs no "or as root". */
-function runAs(uid: number): string {
-  return uid === 0 ? `run it as ${userName(0)}` : `run it as ${userName(uid)} (the broker's user) or as root`;
+/** Whom to run as for files of `uid`: their owner, the broker's user, or root (root needs no "or as root"). */
+export function runAs(uid: number): string {
+  return uid === 0 ? `run it as ${userName(0)}` : `run it as the broker's user, ${userName(uid)}, or as root`;
 }
 
 /** Gives `file` owner, group and mode `o`; with `bestEffort`, an owner it may not give is skipped. */

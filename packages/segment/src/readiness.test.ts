@@ -12,7 +12,15 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
-import { evaluatePartition, findReadySegments, newestSegmentReady } from './readiness.js';
+import {
+  evaluatePartition,
+  findReadySegments,
+  newestSegmentReady,
+  quietAtStart,
+  readinessRules,
+  segmentReadiness,
+  splitReady,
+} from './readiness.js';
 
 const scanRoots: typeof findReadySegments = (roots, rules, options) =>
   findReadySegments(roots, rules, { ...options, realPaths: true });
@@ -186,5 +194,55 @@ describe('newestSegmentReady', () => {
       true,
     );
     expect(newestSegmentReady({ mtimeMs: 0 }, { requireRolled: true, quietMs: 0 }, now)).toBe(false);
+  });
+});
+
+describe('readinessRules', () => {
+  it("builds every front door's rules from its settings: the config's as set, --include-active, a live broker's", () => {
+    const archiveConfig = { readiness: { requireRolled: false, quietMs: 300_000 }, roots: ['/x'] };
+    expect(readinessRules(archiveConfig)).toEqual({ requireRolled: false, quietMs: 300_000 });
+    expect(readinessRules({ readiness: { requireRolled: true, quietMs: 300_000 } })).toEqual({
+      requireRolled: true,
+      quietMs: 300_000,
+    });
+    // --include-active wins over the config: every segment, waiting for nothing.
+    expect(readinessRules({ ...archiveConfig, includeActive: true })).toEqual({
+      requireRolled: false,
+      quietMs: 0,
+    });
+    expect(readinessRules({ includeActive: true })).toEqual({ requireRolled: false, quietMs: 0 });
+    expect(readinessRules()).toEqual({ requireRolled: true, quietMs: 0 });
+    expect(readinessRules({ includeActive: false })).toEqual({ requireRolled: true, quietMs: 0 });
+  });
+
+  it('quietAtStart: an archive re-checks its quiet when a conversion starts; a live dir and --include-active do not', () => {
+    expect(quietAtStart({ requireRolled: false, quietMs: 300_000 })).toBe(300_000);
+    expect(quietAtStart({ requireRolled: true, quietMs: 300_000 })).toBeUndefined();
+    expect(quietAtStart(readinessRules({ includeActive: true }))).toBeUndefined();
+  });
+});
+
+describe('segmentReadiness', () => {
+  const dir = partition(join(tmp, 'one', 't-0'), [
+    [seg(0), 120_000],
+    [seg(100), 1000],
+  ]);
+  const at = (n: number, ageMs: number) => ({ path: join(dir, seg(n)), mtimeMs: NOW - ageMs });
+
+  it("decides one segment as splitReady decides its partition: a live dir's active segment never, an archive's once quiet", async () => {
+    expect(await segmentReadiness(at(0, 120_000), live, NOW)).toEqual({ ready: true });
+    expect(await segmentReadiness(at(100, 1000), live, NOW)).toEqual({
+      ready: false,
+      reason: 'active-segment',
+    });
+    expect(await segmentReadiness(at(0, 120_000), archive, NOW)).toEqual({ ready: true });
+    // Written 1 s ago, 60 s of quiet needed: asked again 59 s later (as splitReady's recheckAt).
+    const still = await segmentReadiness(at(100, 1000), archive, NOW);
+    expect(still).toEqual({ ready: false, reason: 'still-changing', recheckAt: NOW - 1000 + 60_000 + 1 });
+    expect(splitReady([at(0, 120_000), at(100, 1000)], archive, NOW).recheckAt).toBe(NOW - 1000 + 60_000 + 1);
+    expect(await segmentReadiness(at(100, 60_000), archive, NOW)).toEqual({ ready: true });
+    expect(await segmentReadiness(at(100, 1000), readinessRules({ includeActive: true }), NOW)).toEqual({
+      ready: true,
+    });
   });
 });

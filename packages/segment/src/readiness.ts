@@ -8,7 +8,13 @@
  * either), whatever its place in the partition.
  */
 import path from 'node:path';
-import { listSegments, type WalkOptions, type WalkResult, walkLogDirs } from './discovery.js';
+import {
+  isActiveSegment,
+  listSegments,
+  type WalkOptions,
+  type WalkResult,
+  walkLogDirs,
+} from './discovery.js';
 import { BACKUP_DIR_MARKER, notAPartitionLog } from './names.js';
 
 export interface ReadinessRules {
@@ -16,6 +22,30 @@ export interface ReadinessRules {
   requireRolled: boolean;
   /** Archive mode: a segment is ready once its .log has been unchanged for this long. */
   quietMs: number;
+}
+
+/**
+ * The rules a front door decides by, built once from its settings: `includeActive`
+ * (`--include-active`, a stopped broker) takes every segment, the newest too, waiting for nothing;
+ * else the config's `readiness` as set (a live log dir, or an archive with its quietMs); neither:
+ * a live broker's log dir (rolled segments only), which is also what a prepare beside a running
+ * broker always takes.
+ */
+export function readinessRules(
+  from: { readiness?: Readonly<ReadinessRules>; includeActive?: boolean } = {},
+): ReadinessRules {
+  if (from.includeActive === true) return { requireRolled: false, quietMs: 0 };
+  if (from.readiness !== undefined)
+    return { requireRolled: from.readiness.requireRolled, quietMs: from.readiness.quietMs };
+  return { requireRolled: true, quietMs: 0 };
+}
+
+/**
+ * The quiet an in-place conversion checks again when it starts (ConvertOptions.quietMs): an
+ * archive's, since a copy may have resumed since the segment was judged ready; none otherwise.
+ */
+export function quietAtStart(rules: ReadinessRules): number | undefined {
+  return !rules.requireRolled && rules.quietMs > 0 ? rules.quietMs : undefined;
 }
 
 export interface ReadySegment {
@@ -43,6 +73,11 @@ function quiet(mtimeMs: number, quietMs: number, now: number): boolean {
   // quietMs 0 (--include-active) waits for nothing, even for a file written this millisecond
   // (its mtime has sub-millisecond digits the clock's `now` lacks) or stamped in the future.
   return quietMs === 0 || now - mtimeMs >= quietMs;
+}
+
+/** When a `.log` last written at `mtimeMs` is worth checking again for quiet (epoch ms). */
+function quietAt(mtimeMs: number, quietMs: number): number {
+  return Math.trunc(mtimeMs) + quietMs + 1;
 }
 
 /**
@@ -84,11 +119,36 @@ export function splitReady<S extends { mtimeMs: number }>(
     }
     out.notReady.push(s);
     if (!rules.requireRolled) {
-      const at = Math.trunc(s.mtimeMs) + rules.quietMs + 1;
+      const at = quietAt(s.mtimeMs, rules.quietMs);
       out.recheckAt = Math.min(out.recheckAt ?? at, at);
     }
   });
   return out;
+}
+
+/** One segment's readiness now, and when one still changing is worth asking again. */
+export type SegmentReadiness =
+  | { ready: true }
+  | { ready: false; reason: 'active-segment' }
+  | { ready: false; reason: 'still-changing'; recheckAt: number };
+
+/**
+ * Whether the one segment at `segment.path` (its `.log` last written at `mtimeMs`) is ready now,
+ * by `segmentReady` as for a whole partition: the worker asks it of the segment a job names, so
+ * that a job queued by other rules (or another host's clock) waits, or is refused, as the watcher
+ * would have decided.
+ */
+export async function segmentReadiness(
+  segment: { path: string; mtimeMs: number },
+  rules: ReadinessRules,
+  now: number = Date.now(),
+): Promise<SegmentReadiness> {
+  // Only a live log dir's rule looks at the segment's place in its partition.
+  const newest = rules.requireRolled && (await isActiveSegment(segment.path));
+  if (segmentReady(segment, newest, rules, now)) return { ready: true };
+  return rules.requireRolled
+    ? { ready: false, reason: 'active-segment' }
+    : { ready: false, reason: 'still-changing', recheckAt: quietAt(segment.mtimeMs, rules.quietMs) };
 }
 
 /**

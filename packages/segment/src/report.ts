@@ -1,9 +1,10 @@
 /**
  * 'copied': written to outDir as it was (already in the target codec), with rebuilt indexes,
  * verified; in place such a segment is 'skipped'. 'not-started': an interrupted run never reached
- * it (or stopped it before its swap): untouched.
+ * it: untouched. 'rolled-back': an interrupted run stopped its conversion before the swap: its
+ * temp files removed, the original untouched (one word per state: it was started).
  */
-export type SegmentResult = 'converted' | 'copied' | 'skipped' | 'failed' | 'not-started';
+export type SegmentResult = 'converted' | 'copied' | 'skipped' | 'failed' | 'not-started' | 'rolled-back';
 
 /** Per segment, as JSON-ready as possible (bigints never appear here). */
 export interface SegmentReport {
@@ -59,10 +60,19 @@ export interface RunSummary {
   copied: number;
   skipped: number;
   failed: number;
-  /** Left as they were by an interrupted run. */
+  /** Never reached by an interrupted run. */
   notStarted: number;
+  /** Stopped mid-conversion by an interrupted run, before the swap: left as they were. */
+  rolledBack: number;
+  /** Over every report, whatever its result (bytes read, bytes written). */
   bytesIn: number;
   bytesOut: number;
+  /**
+   * The segments written (converted or copied): their bytes before and after. What the summary
+   * line and the table's total row show (a rolled-back or failed segment wrote nothing).
+   */
+  writtenBytesIn: number;
+  writtenBytesOut: number;
   recordsIn: number;
   recordsOut: number;
   oversizeKept: number;
@@ -104,6 +114,9 @@ export function throughput(bytes: number, ms: number): number {
   return ms > 0 ? Math.round((bytes / 1e6 / (ms / 1000)) * 100) / 100 : 0;
 }
 
+/** Converted or copied: an output was written. */
+const written = (r: SegmentReport) => r.result === 'converted' || r.result === 'copied';
+
 export function summarize(reports: SegmentReport[], wallMs?: number): RunSummary {
   const s: RunSummary = {
     segments: reports.length,
@@ -112,8 +125,11 @@ export function summarize(reports: SegmentReport[], wallMs?: number): RunSummary
     skipped: 0,
     failed: 0,
     notStarted: 0,
+    rolledBack: 0,
     bytesIn: 0,
     bytesOut: 0,
+    writtenBytesIn: 0,
+    writtenBytesOut: 0,
     recordsIn: 0,
     recordsOut: 0,
     oversizeKept: 0,
@@ -129,7 +145,12 @@ export function summarize(reports: SegmentReport[], wallMs?: number): RunSummary
   let convOut = 0;
   for (const r of reports) {
     if (r.result === 'not-started') s.notStarted++;
+    else if (r.result === 'rolled-back') s.rolledBack++;
     else s[r.result]++;
+    if (written(r)) {
+      s.writtenBytesIn += r.bytesIn;
+      s.writtenBytesOut += r.bytesOut;
+    }
     s.bytesIn += r.bytesIn;
     s.bytesOut += r.bytesOut;
     s.recordsIn += r.recordsIn;
@@ -176,9 +197,6 @@ function mix(m: Record<string, number>): string {
     .join(' ');
 }
 
-/** Converted or copied: an output was written. */
-const written = (r: SegmentReport) => r.result === 'converted' || r.result === 'copied';
-
 /** A fixed-width table for terminals, one line per segment plus a total line. */
 export function formatReportTable(
   reports: SegmentReport[],
@@ -188,10 +206,12 @@ export function formatReportTable(
   const rows = reports.map((r) => [
     r.path,
     r.result,
-    human(r.bytesIn),
+    // In and out for what was written, as the total adds them up; a skipped segment's size is
+    // not bytes converted, a rolled-back one's partial output is gone.
+    written(r) ? human(r.bytesIn) : '-',
     written(r) ? human(r.bytesOut) : '-',
     written(r) && r.bytesIn > 0 ? (r.bytesOut / r.bytesIn).toFixed(3) : '-',
-    String(r.recordsIn),
+    written(r) ? String(r.recordsIn) : '-',
     mix(r.codecMixIn),
     r.result === 'converted' ? r.throughputMBps.toFixed(1) : '-',
     [
@@ -206,11 +226,13 @@ export function formatReportTable(
   ]);
   rows.push([
     `total (${summary.segments})`,
-    `${summary.converted} conv/${summary.copied ? `${summary.copied} copy/` : ''}${summary.skipped} skip/${summary.failed} fail${summary.notStarted ? `/${summary.notStarted} not started` : ''}`,
-    human(summary.bytesIn),
-    human(summary.bytesOut),
+    `${summary.converted} conv/${summary.copied ? `${summary.copied} copy/` : ''}${summary.skipped} skip/${summary.failed} fail` +
+      `${summary.rolledBack ? `/${summary.rolledBack} rolled back` : ''}${summary.notStarted ? `/${summary.notStarted} not started` : ''}`,
+    human(summary.writtenBytesIn),
+    human(summary.writtenBytesOut),
     summary.ratio ? summary.ratio.toFixed(3) : '-',
-    String(summary.recordsIn),
+    // The column's sum, as in and out are: records of the segments written.
+    String(reports.reduce((n, r) => n + (written(r) ? r.recordsIn : 0), 0)),
     '',
     summary.throughputMBps.toFixed(1),
     '',

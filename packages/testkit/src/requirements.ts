@@ -6,7 +6,7 @@ import { type ChildProcessByStdio, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { files, KAFKAJS_FIXTURES, program, REAL_FIXTURES, requirement } from './requires.js';
+import { files, KAFKAJS_FIXTURES, program, REAL_FIXTURES, REPO_ROOT, requirement } from './requires.js';
 
 export const redisServer = program(
   'redis-server',
@@ -162,3 +162,29 @@ export async function holdLockAsABroker(
   });
   return holder;
 }
+
+/**
+ * The Kafka cluster suite's clients besides Kafka's Java one (e2e/kafka/cluster.test.ts):
+ * librdkafka through the confluent-kafka Python package, in the venv .ci/run makes (pip from
+ * PyPI; it bundles librdkafka), and franz-go, built with the Go toolchain from the Go module proxy.
+ */
+export const CLIENTS_VENV =
+  process.env.SEGLIFT_CLIENTS_VENV ?? path.join(REPO_ROOT, 'e2e', 'kafka', 'clients', '.venv');
+export const confluentKafka = requirement(
+  'confluent-kafka',
+  'the cluster suite reads the migrated topics with librdkafka (pip install confluent-kafka into ' +
+    'e2e/kafka/clients/.venv, as .ci/run does)',
+  () =>
+    spawnSync(path.join(CLIENTS_VENV, 'bin', 'python3'), ['-c', 'import confluent_kafka'], {
+      stdio: 'ignore',
+      timeout: 30_000,
+    }).status === 0
+      ? undefined
+      : `${CLIENTS_VENV}/bin/python3 cannot import confluent_kafka`,
+);
+export const goToolchain = program(
+  'go',
+  ['version'],
+  'the cluster suite builds a franz-go reader (e2e/kafka/clients/franz; modules from the Go module ' +
+    "proxy; Go 1.26+, which comes with this kind of machine: Debian's golang is too old)",
+);

@@ -21,6 +21,15 @@ import { ProgressBar } from '../progress.js';
 import { archiveHelp, includeActiveRules, loadSettings } from '../settings.js';
 import { count, formatBytes, renderTable } from '../table.js';
 import { commonAncestor, noSegmentsMessage, resolveTargets } from '../targets.js';
+import { auditTiering, tieringLines } from './audit-tiering.js';
+import {
+  kafkaLeftoverFiles,
+  leftAloneLegacyLines,
+  leftoversLine,
+  spaceChecks,
+  spaceLine,
+  stageSpaceNote,
+} from './audit-checks.js';
 import {
   type CodecChoice,
   CodecSample,
@@ -42,7 +51,9 @@ recompression, as migrate would) and scales the rest by the sample's ratio; with
 --sample-bytes at least the size of the data the estimate is exact. Every CRC is checked.
 
 Then, per filesystem: the free space a migrate needs while it runs (segments converting at once
-x the largest converted segment, plus what the data grows by), and the backups' size.
+x the largest converted segment, plus what the data grows by), and the backups' size, each
+compared with the free space of the data's and the backup dir's filesystems now: NOT ENOUGH
+when a migrate would run out.
 And the space 'seglift migrate --prepare' needs in its stage dir: the estimate for the rolled
 (non-active) segments it would rewrite, plus their indexes (an estimate, not a bound:
 recompression can grow data; the rolled segments' source size bounds it when it does not).
@@ -69,9 +80,15 @@ Options:
 
 ${archiveHelp('audit')}
 
+Magic 0/1 data that only segments migrate leaves alone hold (the active ones) is named, with what
+finishes the job. Files of an interrupted Kafka operation (.cleaned, .swap) are listed with the
+fix: migrate refuses to convert beside them (KAFKA_LEFTOVERS).
+
 A progress bar is drawn on stderr when it is a terminal. An invalid configuration lists every
-problem and exits with 2. Audit only reads. A segment that cannot be read is reported and makes
-the exit code 1.
+problem and exits with 2. Audit only reads. Exit code 1 when a migrate as audited would fail: a
+segment that cannot be read, Kafka leftovers in a partition with segments to rewrite, or a
+filesystem without the free space it needs (NOT ENOUGH). Magic 0/1 data alone is what migrate is
+for: 0.
 
 ${EXIT_CODES_HELP}
 `;
@@ -134,6 +151,10 @@ export interface PartitionAudit {
   stageBytes: number;
   /** Bytes converted exactly for the estimate. */
   sampledBytes: number;
+  /** Segments holding magic 0/1 data that migrate leaves alone (the active one, or still changing). */
+  legacyLeftAlone: string[];
+  /** Files of an interrupted Kafka operation (`.cleaned`, a `.swap` not seglift's): migrate refuses. */
+  kafkaLeftovers: string[];
   errors: string[];
 }
 
@@ -284,6 +305,8 @@ async function auditPartition(
     segmentsAfter: [],
     stageBytes: 0,
     sampledBytes: 0,
+    legacyLeftAlone: [],
+    kafkaLeftovers: await kafkaLeftoverFiles(p.dir),
     errors: [],
   };
   // Per partition: converted-sample ratio for the changeable bytes not sampled.
@@ -339,6 +362,7 @@ async function auditPartition(
     if (legacy > 0) {
       a.legacySegments++;
       a.legacyBytes += legacy;
+      if (p.leftAlone.has(seg.path)) a.legacyLeftAlone.push(seg.path);
     }
     const segSampleOut = rewritten.bytes;
     a.sampledBytes += segSampleIn;
@@ -455,6 +479,8 @@ export async function audit(
     convertBytes: 0,
     estimatedBytesAfter: 0,
     stageBytes: 0,
+    legacyLeftAlone: 0,
+    kafkaLeftovers: 0,
     errors: 0,
   };
   for (const a of audits) {
@@ -466,17 +492,30 @@ export async function audit(
     total.convertBytes += a.convertBytes;
     total.estimatedBytesAfter += a.estimatedBytesAfter;
     total.stageBytes += a.stageBytes;
+    total.legacyLeftAlone += a.legacyLeftAlone.length;
+    // Only where migrate has something to rewrite does it refuse (and fail).
+    if (a.convertSegments > 0 && a.kafkaLeftovers.length > 0) total.kafkaLeftovers++;
     total.errors += a.errors.length;
   }
+  // Nothing to rewrite: nothing to fit on any filesystem.
+  const space = total.convertSegments > 0 ? await spaceChecks(disks, options.backupDir) : [];
+  const notEnough = space.some((c) => !c.enough);
+  const archive =
+    !options.includeActive && options.readiness?.requireRolled === false
+      ? { quietMs: options.readiness.quietMs }
+      : undefined;
   const codec = options.codec ?? 'zstd';
+  const tiering = await auditTiering(targets.partitions);
   if (options.json) {
     for (const a of audits) {
       const { segmentsAfter: _s, ...json } = a;
-      ctx.out.line(toJsonLine({ type: 'partition', ...json }));
+      ctx.out.line(toJsonLine({ type: 'partition', ...json, tiering: tiering.byDir.get(a.dir) }));
     }
     for (const i of ignored) ctx.out.line(toJsonLine({ type: 'ignored', ...i }));
     if (choices.length > 0) ctx.out.line(toJsonLine({ type: 'codecChoices', choices }));
-    ctx.out.line(toJsonLine({ type: 'summary', codec, ...total, readiness: readiness(total), disk: disks }));
+    ctx.out.line(
+      toJsonLine({ type: 'summary', codec, ...total, readiness: readiness(total), disk: disks, space }),
+    );
   } else {
     const rows = audits.map((a) => [
       a.name,
@@ -516,10 +555,10 @@ export async function audit(
     const leftAlone = audits.reduce((n, a) => n + a.leftAloneSegments, 0);
     const noRewrite = total.segments - total.convertSegments - leftAlone;
     ctx.out.line(
-      `migrate --codec ${codec} would rewrite ` +
+      `migrate --codec ${codec}` +
         (total.convertSegments > 0
-          ? `${count(total.convertSegments, 'segment')} (${formatBytes(total.convertBytes)}) to about ${formatBytes(total.estimatedBytesAfter)}`
-          : 'no segment') +
+          ? ` would rewrite ${count(total.convertSegments, 'segment')} (${formatBytes(total.convertBytes)}) to about ${formatBytes(total.estimatedBytesAfter)}`
+          : ': nothing to rewrite') +
         (options.includeActive
           ? '.'
           : options.readiness?.requireRolled === false
@@ -530,16 +569,31 @@ export async function audit(
     // Nothing to rewrite: no disk or stage figures to read.
     if (total.convertSegments > 0) {
       for (const d of disks) ctx.out.line(diskLine(d, disks.length > 1, options.backupDir));
+      for (const c of space) ctx.out.line(spaceLine(c));
       ctx.out.line(
-        `migrate --prepare needs about ${formatBytes(total.stageBytes)} in its stage dir (the estimate above for the rolled segments it would rewrite, with their indexes; an estimate, not a bound: recompression can grow data).`,
+        `migrate --prepare needs about ${formatBytes(total.stageBytes)} in its stage dir (the estimate above for the rolled segments it would rewrite, with their indexes; an estimate, not a bound: recompression can grow data).` +
+          stageSpaceNote(total.stageBytes, space),
       );
     }
+    for (const a of audits)
+      if (a.kafkaLeftovers.length > 0)
+        ctx.out.line(leftoversLine(a.name, a.kafkaLeftovers, a.convertSegments > 0));
     for (const line of codecChoiceLines(choices)) ctx.out.line(line);
     for (const i of ignored) ctx.out.line(`passed over ${i.dir}: ${i.reason}`);
+    for (const line of tieringLines(tiering.topics)) ctx.out.line(line);
     ctx.out.line(readinessLine(total));
+    if (total.errors === 0)
+      for (const line of leftAloneLegacyLines(
+        audits.flatMap((a) => a.legacyLeftAlone),
+        dirs,
+        archive,
+      ))
+        ctx.out.line(line);
   }
   for (const a of audits) for (const e of a.errors) ctx.err.line(e);
-  return total.errors > 0 ? ExitCode.SEGMENT_FAILED : ExitCode.OK;
+  // A migrate as audited would fail: a segment it cannot read, a partition it refuses, a
+  // filesystem it fills. Magic 0/1 data alone is what migrate is for: 0.
+  return total.errors > 0 || total.kafkaLeftovers > 0 || notEnough ? ExitCode.SEGMENT_FAILED : ExitCode.OK;
 }
 
 function formatDurationMs(ms: number): string {
@@ -572,12 +626,24 @@ function readiness(t: { legacySegments: number; errors: number }): 'ready' | 'no
  * The answer an operator reads before a Kafka 4 upgrade. "Ready" only when every segment was
  * read to its end: a segment that could not be read may hold magic 0/1 data.
  */
-export function readinessLine(t: { segments: number; legacySegments: number; errors: number }): string {
+export function readinessLine(t: {
+  segments: number;
+  legacySegments: number;
+  /** Of those, the ones a migrate as audited leaves alone (active, or an archive's changing ones). */
+  legacyLeftAlone?: number;
+  errors: number;
+}): string {
   const r = readiness(t);
   if (r === 'unknown')
     return `Kafka 4 readiness: UNKNOWN: ${count(t.errors, 'segment')} could not be read (see the errors above); fix or remove them and audit again.`;
-  if (r === 'not-ready')
-    return `Kafka 4 readiness: NOT READY: ${count(t.legacySegments, 'segment still holds', 'segments still hold')} magic 0/1 data; 'seglift migrate' upconverts them to v2.`;
+  if (r === 'not-ready') {
+    const alone = t.legacyLeftAlone ?? 0;
+    const hold = `${count(t.legacySegments, 'segment still holds', 'segments still hold')} magic 0/1 data`;
+    if (alone === 0) return `Kafka 4 readiness: NOT READY: ${hold}; 'seglift migrate' upconverts them to v2.`;
+    if (alone === t.legacySegments)
+      return `Kafka 4 readiness: NOT READY: ${hold}, ${t.legacySegments === 1 ? 'one' : 'all'} left alone by 'seglift migrate' as audited (below).`;
+    return `Kafka 4 readiness: NOT READY: ${hold}; 'seglift migrate' upconverts ${t.legacySegments - alone} of them to v2 and leaves ${alone} alone (below).`;
+  }
   return `Kafka 4 readiness: ready: ${t.segments === 1 ? '1 segment' : `all ${t.segments} segments`} read, no magic 0/1 data found.`;
 }
 

@@ -8,6 +8,7 @@ import {
   formatReportTable,
   holdLogDirLocks,
   logDirOfSegment,
+  parseSegmentName,
   type SegmentReport,
   summarize,
 } from '@seglift/segment';
@@ -24,7 +25,7 @@ import {
   settingsJson,
   settingsLine,
 } from '../settings.js';
-import { requireWithinRoots } from '../targets.js';
+import { requireExistingPaths, requireWithinRoots } from '../targets.js';
 
 const HELP = `Usage: seglift convert <segment.log>... (--out DIR | --in-place [--backup-dir DIR]) [options]
 
@@ -86,10 +87,11 @@ export const convertCommand: Command = {
     if (str(p, 'backup-dir') !== undefined && !inPlace)
       throw new UsageError('--backup-dir goes with --in-place', 'convert');
     for (const f of files) {
-      if (!/^\d{20}\.log$/.test(path.basename(f))) {
+      if (parseSegmentName(path.basename(f)) === undefined) {
         throw new UsageError(`'${f}' is not a segment (expected <20-digit base offset>.log)`, 'convert');
       }
     }
+    await requireExistingPaths(files, 'convert');
     if (outDir !== undefined) {
       const names = files.map((f) => path.basename(f));
       const dup = names.find((n, i) => names.indexOf(n) !== i);

@@ -262,14 +262,39 @@ describe('seglift inspect: usage', () => {
     expect(r3.code).toBe(2);
   });
 
-  it('exits 1 with error[IO] for a missing file, and no "Dumping" line before it', async () => {
+  it('exits 2 for a missing file (as every command), and dumps nothing before it', async () => {
     const r = await run(['inspect', '/nonexistent/00000000000000000000.log']);
-    expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/^error\[IO\]: ENOENT/);
-    expect(r.stdout).toBe('');
-    const name = await run(['inspect', '/nonexistent/orders.log']);
+    expect(r).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        "error: /nonexistent/00000000000000000000.log: no such file or directory\nRun 'seglift inspect --help' for usage.\n",
+    });
+    const misnamed = path.join(tmpDir(), 'orders.log');
+    writeFileSync(misnamed, '');
+    const name = await run(['inspect', misnamed]);
+    expect(name.code).toBe(1);
     expect(name.stderr).toMatch(/^error\[INVALID_ARGUMENT\]: not a segment file name/);
     expect(name.stdout).toBe('');
+  });
+
+  it('a partition dir: every segment .log in it, oldest first; a dir without segments: exit 2', async () => {
+    const dir = path.join(tmpDir(), 'orders-0');
+    const first = writeSegment(dir, 0n, [v2Batch(0n, 2)]);
+    const second = writeSegment(dir, 2n, [v2Batch(2n, 1)]);
+    writeFileSync(path.join(dir, 'leader-epoch-checkpoint'), '0\n0\n');
+    const r = await run(['inspect', dir]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe('');
+    const out = lines(r.stdout);
+    expect(out.filter((l) => l.startsWith('Dumping '))).toEqual([`Dumping ${first}`, `Dumping ${second}`]);
+    expect(out.filter((l) => l.startsWith('baseOffset: ')).map((l) => l.split(' ')[1])).toEqual(['0', '2']);
+    const logDir = path.dirname(dir);
+    expect(await run(['inspect', logDir])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `error: ${logDir} is a directory without segments: give a partition dir (<topic>-<partition>) or segment files\nRun 'seglift inspect --help' for usage.\n`,
+    });
   });
 });
 

@@ -1,15 +1,16 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { SegliftError, UnknownCodecError } from '@seglift/format';
-import { statRegularFile } from '@seglift/segment';
+import { listSegments, statRegularFile } from '@seglift/segment';
 import { flag, intOpt, parse, requirePositionals } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
 import { decodeEntry } from '../decode.js';
 import { batchJson, formatBatchLine, formatRecordLine, recordJson } from '../dump-format.js';
-import { EXIT_CODES_HELP, ExitCode, formatError, isFsError } from '../exit-codes.js';
+import { EXIT_CODES_HELP, ExitCode, formatError, isFsError, UsageError } from '../exit-codes.js';
 import { decodeOffsetIndexEntries, decodeTimeIndexEntries } from '../index-files.js';
 import { toJsonLine } from '../io.js';
 import { LogFileReader } from '../log-reader.js';
+import { requireExistingPaths } from '../targets.js';
 
 export interface InspectOptions {
   deepIteration?: boolean;
@@ -21,11 +22,14 @@ export interface InspectOptions {
   json?: boolean;
 }
 
-const HELP = `Usage: seglift inspect <file>... [options]
+const HELP = `Usage: seglift inspect <file|partition dir>... [options]
 
 Dump Kafka segment files the way kafka-dump-log.sh (DumpLogSegments) does: .log files batch by
 batch (record by record with --deep-iteration), .index and .timeindex entries. The output lines
 use the same field names and formats, so scripts written for kafka-dump-log keep working.
+A partition directory (<topic>-<partition>) stands for every segment .log in it, oldest first;
+name its .index/.timeindex files to dump those. A directory holding no segment (a log dir: name
+its partitions) is refused, exit 2.
 
 Options:
   --deep-iteration   print every record ('| offset: ...' lines); legacy wrappers show
@@ -55,7 +59,8 @@ export const inspectCommand: Command = {
       'max-bytes': { type: 'string' },
       json: { type: 'boolean' },
     });
-    const files = requirePositionals('inspect', p, '<file>... (a .log, .index or .timeindex file)');
+    const args = requirePositionals('inspect', p, '<file>... (a .log, .index or .timeindex file)');
+    const files = await expandPartitionDirs(args);
     return inspect(files, ctx, {
       deepIteration: flag(p, 'deep-iteration'),
       printDataLog: flag(p, 'print-data-log'),
@@ -65,6 +70,30 @@ export const inspectCommand: Command = {
     });
   },
 };
+
+/**
+ * The files behind inspect's arguments: a file as it is, a partition directory as each of its
+ * segment .logs by base offset (kafka-dump-log takes several files the same way). Every path must
+ * exist (exit 2 otherwise, as for every command) and a directory must hold segments.
+ */
+export async function expandPartitionDirs(args: readonly string[]): Promise<string[]> {
+  await requireExistingPaths(args, 'inspect');
+  const files: string[] = [];
+  for (const arg of args) {
+    if (!(await stat(arg)).isDirectory()) {
+      files.push(arg);
+      continue;
+    }
+    const segments = await listSegments(arg);
+    if (segments.length === 0)
+      throw new UsageError(
+        `${arg} is a directory without segments: give a partition dir (<topic>-<partition>) or segment files`,
+        'inspect',
+      );
+    files.push(...segments.map((s) => s.path));
+  }
+  return files;
+}
 
 interface FileProblems {
   /** Non-consecutive offsets (first, next), reported on stderr like kafka-dump-log does. */

@@ -392,9 +392,25 @@ describe('seglift migrate, interrupted', () => {
           .at(-1);
         expect(summary).toMatchObject({ type: 'summary', interrupted: true, failed: 0 });
         expect(summary.notStarted).toBeGreaterThan(0);
-        expect(summary.converted + summary.notStarted).toBe(24);
+        // The held (second) conversion was stopped mid-way: rolled back, not 'not started'.
+        expect(summary.rolledBack).toBe(1);
+        expect(summary.converted + summary.rolledBack + summary.notStarted).toBe(24);
+        const reports = lines(out)
+          .map((l) => JSON.parse(l))
+          .filter((r) => r.type === 'segment');
+        const rolledBack = reports.filter((r) => r.result === 'rolled-back');
+        expect(rolledBack).toHaveLength(1);
+        expect(rolledBack[0]).toMatchObject({
+          reason: 'interrupted mid-conversion: its output removed, the original left as it was',
+          bytesOut: 0,
+        });
+        expect(reports.filter((r) => r.result === 'failed')).toEqual([]);
+        // The summary's bytes are those of the converted segments alone.
+        const converted = reports.filter((r) => r.result === 'converted');
+        expect(summary.writtenBytesIn).toBe(converted.reduce((n, r) => n + r.bytesIn, 0));
+        expect(summary.writtenBytesOut).toBe(converted.reduce((n, r) => n + r.bytesOut, 0));
         expect(lines(err).at(-1)).toBe(
-          `${signal === 'SIGINT' ? 'interrupted' : 'terminated'}: ${summary.converted} converted, ${summary.notStarted} left as they were; run the same command again to resume`,
+          `${signal === 'SIGINT' ? 'interrupted' : 'terminated'}: ${summary.converted} converted; 1 rolled back and ${summary.notStarted} not started, left as they were; run the same command again to resume`,
         );
         expect(err).not.toMatch(/error/);
         const leftovers = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((n) =>
@@ -408,7 +424,7 @@ describe('seglift migrate, interrupted', () => {
             .map((l) => JSON.parse(l))
             .at(-1),
         ).toMatchObject({
-          converted: summary.notStarted,
+          converted: summary.notStarted + summary.rolledBack,
           skipped: 24 + summary.converted,
           failed: 0,
         });

@@ -9,7 +9,6 @@ import {
   prepareStage,
   type ReadinessRules,
   type RunSummary,
-  type SegmentReport,
   type StageCounts,
 } from '@seglift/segment';
 import { flag, intOpt, parse, requirePositionals, str } from '../args.js';
@@ -79,7 +78,8 @@ from the source instead, each named on stderr with a warning).
 'seglift audit' tells the stage space a prepare needs. Procedure: docs/operator-guide.md.
 
 Ctrl-C (or SIGTERM) stops handing out segments: the ones converting finish or roll back, the
-rest are left as they were, and the exit code is 130 (143). Run the same command again to
+rest are left as they were (reported converted, rolled-back, not-started), and the exit code is
+130 (143). Run the same command again to
 resume: converted segments are skipped (already in the target codec). A second Ctrl-C stops at
 once; that is crash-safe too (the next run completes or rolls back what it finds).
 
@@ -241,7 +241,7 @@ export async function migrateDirs(
     if (!options.quiet) ctx.out.line(formatReportTable(reports, summary));
     for (const i of result.ignored) ctx.out.line(`passed over ${i.dir}: ${i.reason}`);
     if (options.settings) ctx.out.line(settingsLine(options.settings));
-    ctx.out.line(summaryLine(summary, reports));
+    ctx.out.line(summaryLine(summary));
     if (result.counts) ctx.out.line(stageLine(phase!, result.counts));
   }
   reportFailures(ctx, reports);
@@ -254,27 +254,25 @@ export async function migrateDirs(
       );
   if (result.interrupted) {
     ctx.err.line(
-      `${stoppedBy === 'SIGTERM' ? 'terminated' : 'interrupted'}: ${summary.converted} converted, ` +
-        `${summary.notStarted} left as they were; run the same command again to resume`,
+      `${stoppedBy === 'SIGTERM' ? 'terminated' : 'interrupted'}: ${summary.converted} converted; ` +
+        `${summary.rolledBack} rolled back and ${summary.notStarted} not started, left as they were; ` +
+        'run the same command again to resume',
     );
     return stoppedBy === 'SIGTERM' ? ExitCode.TERMINATED : ExitCode.INTERRUPTED;
   }
   return summary.failed > 0 ? ExitCode.SEGMENT_FAILED : ExitCode.OK;
 }
 
-/** `migrated 12 segments, skipped 3, failed 0: 1.2 GiB -> 310.5 MiB (ratio 0.253) in 41.0 s` */
-export function summaryLine(s: RunSummary, reports: SegmentReport[]): string {
-  let convIn = 0;
-  let convOut = 0;
-  for (const r of reports) {
-    if (r.result !== 'converted') continue;
-    convIn += r.bytesIn;
-    convOut += r.bytesOut;
-  }
+/**
+ * `converted 12 segments, skipped 3, failed 0: 1.2 GiB -> 310.5 MiB (ratio 0.253) in 41.0 s`, the
+ * bytes of the segments written: the same numbers as the table's total row. An interrupted run
+ * adds `, rolled back 1, not started 20`.
+ */
+export function summaryLine(s: RunSummary): string {
   return (
     `converted ${count(s.converted, 'segment')}, skipped ${s.skipped}, failed ${s.failed}` +
-    `${s.notStarted ? `, not started ${s.notStarted}` : ''}: ` +
-    `${formatBytes(convIn)} -> ${formatBytes(convOut)}${s.ratio ? ` (ratio ${s.ratio.toFixed(3)})` : ''} ` +
+    `${s.rolledBack ? `, rolled back ${s.rolledBack}` : ''}${s.notStarted ? `, not started ${s.notStarted}` : ''}: ` +
+    `${formatBytes(s.writtenBytesIn)} -> ${formatBytes(s.writtenBytesOut)}${s.ratio ? ` (ratio ${s.ratio.toFixed(3)})` : ''} ` +
     `in ${formatDuration(s.durationMs)}`
   );
 }

@@ -1,0 +1,51 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { lines, run } from '../test-support/run.js';
+import { encodeLegacyEntry, tmpDir, utf8, v2Batch, writeSegment } from '../test-support/segments.js';
+
+/** old-0: three legacy segments, no snapshots, leader epochs from offset 2; new-0: as Kafka 4 leaves it. */
+function logDir(): string {
+  const dir = tmpDir();
+  const old = path.join(dir, 'old-0');
+  for (const o of [0n, 1n, 2n])
+    writeSegment(old, o, [encodeLegacyEntry(o, { magic: 1, key: null, value: utf8('v') })]);
+  writeFileSync(path.join(old, 'leader-epoch-checkpoint'), '0\n1\n5 2\n');
+  const fresh = path.join(dir, 'new-0');
+  writeSegment(fresh, 0n, [v2Batch(0n, 1)]);
+  writeSegment(fresh, 1n, [v2Batch(1n, 1)]);
+  writeFileSync(path.join(fresh, '00000000000000000001.snapshot'), '');
+  writeFileSync(path.join(fresh, 'leader-epoch-checkpoint'), '0\n1\n0 0\n');
+  return dir;
+}
+
+describe('seglift audit: tiered storage', () => {
+  it('says per topic whether its closed segments can be tiered, and that tier-prepare makes them so', async () => {
+    const dir = logDir();
+    const json = await run(['audit', dir, '--json']);
+    expect(json.code).toBe(0);
+    const parts = lines(json.stdout)
+      .map((l) => JSON.parse(l))
+      .filter((o) => o.type === 'partition');
+    expect(Object.fromEntries(parts.map((p) => [p.topic, p.tiering]))).toEqual({
+      new: { closedSegments: 1, missingSnapshots: 0, segmentsWithoutEpoch: 0, tierable: true },
+      old: { closedSegments: 2, missingSnapshots: 2, segmentsWithoutEpoch: 2, tierable: false },
+    });
+    const text = await run(['audit', dir]);
+    expect(lines(text.stdout).filter((l) => l.startsWith('tiered storage:'))).toEqual([
+      'tiered storage: new: its 1 closed segments can be tiered as they are',
+      "tiered storage: old: NOT tierable (of 2 closed segments, 2 lack their producer snapshot, 2 have no leader epoch): with the broker stopped, run 'seglift tier-prepare <log.dir>' before remote.storage.enable=true",
+    ]);
+    const prepared = await run(['tier-prepare', dir]);
+    expect(prepared.code).toBe(0);
+    expect(lines(prepared.stdout)).toEqual([
+      `${path.join(dir, 'new-0')}: 1 closed segments, 0 producer snapshots written`,
+      `${path.join(dir, 'old-0')}: 2 closed segments, 2 producer snapshots written, leader epoch 5 extended down to the first segment`,
+    ]);
+    const after = await run(['audit', dir]);
+    expect(lines(after.stdout).filter((l) => l.startsWith('tiered storage:'))).toEqual([
+      'tiered storage: new: its 1 closed segments can be tiered as they are',
+      'tiered storage: old: its 2 closed segments can be tiered as they are',
+    ]);
+  });
+});

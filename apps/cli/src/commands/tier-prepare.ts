@@ -1,0 +1,76 @@
+import { type PartitionTieringResult, prepareTiering } from '@seglift/segment';
+import { flag, parse, requirePositionals } from '../args.js';
+import type { Command } from '../command.js';
+import { EXIT_CODES_HELP, ExitCode } from '../exit-codes.js';
+import { toJsonLine } from '../io.js';
+
+const HELP = `Usage: seglift tier-prepare <log.dir>... [options]
+
+Makes the closed segments of old topics tierable (tiered storage, KIP-405), with the broker
+STOPPED (seglift holds each log dir's .lock, as the broker does):
+  - writes each missing segment-aligned producer snapshot, <next base offset>.snapshot, that
+    brokers before 2.8 did not keep and without which Kafka's copy to remote storage fails
+    (NullPointerException in RemoteLogManager); computed by replaying every batch of the
+    partition in offset order as Kafka does (legacy v0/v1 data: no producers). A snapshot that
+    exists is never replaced, and every snapshot Kafka wrote is checked against the replay
+    (a disagreement stops that partition, exit 1).
+  - moves the first leader-epoch-checkpoint entry down to the first segment when older
+    segments lie before it (data written before 0.11): Kafka refuses to copy a segment with no
+    leader epoch ("segmentLeaderEpochs can not be null or empty").
+Run it on every broker that holds a replica, then set remote.storage.enable=true.
+'seglift audit' tells which topics need it.
+
+Options:
+  --dry-run   report what is missing, write nothing (no lock taken)
+  --json      one NDJSON line per partition
+  -h, --help  this text
+
+${EXIT_CODES_HELP}
+  (here 1 also means: a partition has segments but no leader epoch at all; start the broker
+  once so that it writes leader-epoch-checkpoint, stop it and run again)
+`;
+
+export const tierPrepareCommand: Command = {
+  name: 'tier-prepare',
+  summary: 'write what tiered storage needs of old segments (producer snapshots, leader epochs)',
+  help: HELP,
+  async run(argv, ctx) {
+    const p = parse('tier-prepare', argv, { 'dry-run': { type: 'boolean' }, json: { type: 'boolean' } });
+    const dirs = requirePositionals('tier-prepare', p, '<log.dir>...');
+    const dryRun = flag(p, 'dry-run');
+    const json = flag(p, 'json');
+    let blocked = 0;
+    let mismatched = 0;
+    let written = 0;
+    const report = (r: PartitionTieringResult) => {
+      if (r.epochsMissing) blocked++;
+      if (r.mismatch !== undefined) {
+        mismatched++;
+        ctx.err.line(
+          `error: ${r.partitionDir}: the replay disagrees with a snapshot Kafka wrote, nothing more written there: ${r.mismatch}`,
+        );
+      }
+      written += r.written.length;
+      if (json) {
+        ctx.out.line(toJsonLine({ type: 'partition', ...r }));
+        return;
+      }
+      const parts = [
+        `${r.closedSegments} closed segments`,
+        dryRun
+          ? `${r.missingSnapshots.length} producer snapshots missing`
+          : `${r.written.length} producer snapshots written`,
+      ];
+      if (r.epochsExtended)
+        parts.push(`leader epoch ${r.firstEpoch?.epoch} extended down to the first segment`);
+      else if (dryRun && r.segmentsBeforeFirstEpoch > 0 && r.firstEpoch !== undefined)
+        parts.push(`${r.segmentsBeforeFirstEpoch} segments before the first leader epoch`);
+      if (r.epochsMissing)
+        parts.push('NO leader-epoch-checkpoint entry: start the broker once, stop it, run again');
+      ctx.out.line(`${r.partitionDir}: ${parts.join(', ')}`);
+    };
+    for (const dir of dirs) await prepareTiering(dir, { dryRun, onPartition: report });
+    if (json) ctx.out.line(toJsonLine({ type: 'summary', written, blocked, mismatched, dryRun }));
+    return blocked + mismatched > 0 ? ExitCode.SEGMENT_FAILED : ExitCode.OK;
+  },
+};
