@@ -3,6 +3,7 @@
  * (ENV_VARS, the one mapping) and what it is for, so that the help never names a variable that
  * does not exist.
  */
+import { CONVERSION_SETTINGS, type ConversionSetting } from '@seglift/segment';
 import type { FlagOptions } from './flags.js';
 import { CONFIG_FILE_ENV, ENV_VARS } from './load.js';
 import type { MetricsProgram } from './schema.js';
@@ -22,6 +23,11 @@ export function describeSettings(settings: readonly SettingHelp[]): string {
     "environment < flags; 'seglift config print' shows the effective ones and where each came from.",
     ...lines,
   ].join('\n');
+}
+
+/** The conversion settings' lines of describeSettings, from their declarations. */
+export function conversionSettingsHelp(): SettingHelp[] {
+  return (CONVERSION_SETTINGS as readonly ConversionSetting[]).map((s) => [s.path, s.summary] as const);
 }
 
 function wrap(text: string, width: number): string[] {

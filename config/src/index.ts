@@ -1,6 +1,7 @@
 export { ConfigError, type ConfigProblem } from './errors.js';
 export { FlagError, type FlagOptions, nearest, type ParsedFlags, parseFlags } from './flags.js';
 export {
+  conversionSettingsHelp,
   describeSettings,
   metricsPortInUse,
   type SettingHelp,

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { type CodecName, codecId, validateLevel } from '@seglift/format';
+import { CONVERSION_SETTINGS, type ConversionSetting, conversionSetting } from '@seglift/segment';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
 import { ConfigError, type ConfigProblem } from './errors.js';
@@ -10,15 +11,25 @@ import { CODECS, type Config, ConfigSchema } from './schema.js';
 
 type EnvType = 'string' | 'int' | 'bool' | 'list';
 
-/** Every SEGLIFT_* variable and the field it sets (the documented mapping). */
+const ENV_TYPES: Record<ConversionSetting['type'], EnvType> = {
+  codec: 'string',
+  enum: 'string',
+  level: 'int',
+  int: 'int',
+  bool: 'bool',
+};
+
+/**
+ * Every SEGLIFT_* variable and the field it sets (the documented mapping): the conversion
+ * settings' from their declarations (@seglift/segment's CONVERSION_SETTINGS), then the others.
+ */
 export const ENV_VARS: ReadonlyArray<{ env: string; path: string; type: EnvType }> = [
   { env: 'SEGLIFT_ROOTS', path: 'roots', type: 'list' },
-  { env: 'SEGLIFT_CODEC', path: 'codec', type: 'string' },
-  { env: 'SEGLIFT_LEVEL', path: 'level', type: 'int' },
-  { env: 'SEGLIFT_GROUPING', path: 'grouping', type: 'string' },
-  { env: 'SEGLIFT_COALESCE_BYTES', path: 'coalesceBytes', type: 'int' },
-  { env: 'SEGLIFT_MAX_BATCH_BYTES', path: 'maxBatchBytes', type: 'int' },
-  { env: 'SEGLIFT_ONLY_IF_SMALLER', path: 'onlyIfSmaller', type: 'bool' },
+  ...(CONVERSION_SETTINGS as readonly ConversionSetting[]).map((s) => ({
+    env: s.env,
+    path: s.path,
+    type: ENV_TYPES[s.type],
+  })),
   { env: 'SEGLIFT_BACKUP_DIR', path: 'backupDir', type: 'string' },
   { env: 'SEGLIFT_STAGE_DIR', path: 'stageDir', type: 'string' },
   { env: 'SEGLIFT_REDIS_URL', path: 'redis.url', type: 'string' },
@@ -34,14 +45,7 @@ export const ENV_VARS: ReadonlyArray<{ env: string; path: string; type: EnvType 
   { env: 'SEGLIFT_WATCHER_NO_WORKER_TIMEOUT_MS', path: 'watcher.noWorkerTimeoutMs', type: 'int' },
   { env: 'SEGLIFT_READINESS_QUIET_MS', path: 'readiness.quietMs', type: 'int' },
   { env: 'SEGLIFT_READINESS_REQUIRE_ROLLED', path: 'readiness.requireRolled', type: 'bool' },
-  {
-    env: 'SEGLIFT_LIMITS_MAX_DECOMPRESSED_BATCH_BYTES',
-    path: 'limits.maxDecompressedBatchBytes',
-    type: 'int',
-  },
   { env: 'SEGLIFT_LIMITS_MAX_SEGMENT_BYTES', path: 'limits.maxSegmentBytes', type: 'int' },
-  { env: 'SEGLIFT_INDEX_INTERVAL_BYTES', path: 'indexIntervalBytes', type: 'int' },
-  { env: 'SEGLIFT_SEGMENT_INDEX_BYTES', path: 'segmentIndexBytes', type: 'int' },
   { env: 'SEGLIFT_METRICS_PORT', path: 'metrics.port', type: 'int' },
   { env: 'SEGLIFT_METRICS_HOST', path: 'metrics.host', type: 'string' },
   { env: 'SEGLIFT_LOG_LEVEL', path: 'log.level', type: 'string' },
@@ -157,7 +161,7 @@ function levelProblems(input: unknown, sources: Record<string, string>): ConfigP
   if (!isPlainObject(input)) return [];
   const level = input.level;
   if (typeof level !== 'number' || !Number.isInteger(level)) return [];
-  const raw = input.codec ?? 'zstd';
+  const raw = input.codec ?? conversionSetting('codec').default;
   const codec = typeof raw === 'string' ? (raw.toLowerCase() as CodecName) : undefined;
   if (codec === undefined || !CODECS.includes(codec)) return []; // the codec's own problem is reported
   try {

@@ -1,18 +1,12 @@
 import { availableParallelism } from 'node:os';
 import { isAbsolute } from 'node:path';
-import {
-  type CodecName,
-  CompressionType,
-  codecName,
-  DEFAULT_INDEX_INTERVAL_BYTES,
-  DEFAULT_MAX_BATCH_BYTES,
-} from '@seglift/format';
+import { CODEC_REGISTRY, type CodecName, DEFAULT_MAX_BATCH_BYTES } from '@seglift/format';
 import { DEFAULT_COALESCE_BYTES } from '@seglift/legacy';
-import { DEFAULT_SEGMENT_INDEX_BYTES } from '@seglift/segment';
+import { CONVERSION_SETTINGS, type ConversionSetting, type ConversionSettings } from '@seglift/segment';
 import { z } from 'zod';
 
-/** Kafka's codec names, as @seglift/format names them (one list): none, gzip, snappy, lz4, zstd. */
-export const CODECS = Object.values(CompressionType).map(codecName) as [CodecName, ...CodecName[]];
+/** Kafka's codec names, from @seglift/format's codec registry: none, gzip, snappy, lz4, zstd. */
+export const CODECS = CODEC_REGISTRY.map((c) => c.name) as [CodecName, ...CodecName[]];
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** The metrics port of each program when metrics.port is not set: different, so both run on one host. */
@@ -26,6 +20,54 @@ export function metricsPort(config: { metrics: { port?: number } }, program: Met
 
 // The format's and the pipeline's own defaults, named where they are defined.
 export { DEFAULT_COALESCE_BYTES, DEFAULT_MAX_BATCH_BYTES };
+
+/** The schema of one declared conversion setting (@seglift/segment's CONVERSION_SETTINGS). */
+function settingSchema(s: ConversionSetting): z.ZodType {
+  switch (s.type) {
+    case 'codec':
+      // In any case (`ZSTD`, `Zstd`): a codec name copied from elsewhere is not refused for its case.
+      return z
+        .preprocess(
+          (v) => (typeof v === 'string' ? v.toLowerCase() : v),
+          z.enum(s.values as [string, ...string[]]),
+        )
+        .default(s.default);
+    case 'enum':
+      return z.enum(s.values as [string, ...string[]]).default(s.default);
+    case 'level':
+      // Checked against the codec in validateConfig (levelProblems).
+      return z.int().optional();
+    case 'int':
+      return z.int().min(s.min).default(s.default);
+    case 'bool':
+      return z.boolean().default(s.default);
+  }
+}
+
+/** The declared settings whose config key is `<group>.<key>` (group '': top level), by key. */
+function conversionFields<G extends string>(group: G): FieldsOf<G> {
+  const fields: Record<string, z.ZodType> = {};
+  for (const s of CONVERSION_SETTINGS as readonly ConversionSetting[]) {
+    const at = s.path.lastIndexOf('.');
+    if (s.path.slice(0, Math.max(at, 0)) === group) fields[s.path.slice(at + 1)] = settingSchema(s);
+  }
+  return fields as FieldsOf<G>;
+}
+
+type Declared = (typeof CONVERSION_SETTINGS)[number];
+type ValueOf<S extends Declared> = Required<ConversionSettings>[S['name']];
+/** A declared setting's schema, typed from its declaration: optional without a default. */
+type FieldOf<S extends Declared> = S['default'] extends undefined
+  ? z.ZodOptional<z.ZodType<ValueOf<S>, ValueOf<S>>>
+  : z.ZodDefault<z.ZodType<ValueOf<S>, S['type'] extends 'codec' ? unknown : ValueOf<S>>>;
+type KeyIn<P extends string, G extends string> = G extends ''
+  ? P extends `${string}.${string}`
+    ? never
+    : P
+  : P extends `${G}.${infer K}`
+    ? K
+    : never;
+type FieldsOf<G extends string> = { [S in Declared as KeyIn<S['path'], G>]: FieldOf<S> };
 
 const absolutePath = z.string().min(1).refine(isAbsolute, { message: 'must be an absolute path' });
 const positiveInt = z.int().min(1);
@@ -52,20 +94,12 @@ export const ConfigSchema = z.strictObject({
    * converts is checked against them by real path; inspect, verify and audit only read.
    */
   roots: z.array(absolutePath).default([]),
-  /** In any case (`ZSTD`, `Zstd`): a codec name copied from elsewhere is not refused for its case. */
-  codec: z.preprocess((v) => (typeof v === 'string' ? v.toLowerCase() : v), z.enum(CODECS)).default('zstd'),
-  /** Compression level; omitted = the codec's default. */
-  level: z.int().optional(),
   /**
-   * How legacy entries become v2 batches: coalesce packs consecutive records into batches of up
-   * to coalesceBytes (and maxBatchBytes); kafka writes one batch per legacy entry, as Kafka 4's
-   * cleaner does.
+   * codec, level, grouping, coalesceBytes, maxBatchBytes, indexIntervalBytes, onlyIfSmaller,
+   * segmentIndexBytes: declared in @seglift/segment's conversion-settings.ts (type, default, env
+   * var, flag, help), as limits.maxDecompressedBatchBytes.
    */
-  grouping: z.enum(['kafka', 'coalesce']).default('coalesce'),
-  coalesceBytes: positiveInt.default(DEFAULT_COALESCE_BYTES),
-  maxBatchBytes: positiveInt.default(DEFAULT_MAX_BATCH_BYTES),
-  /** Keep a v2 batch in its codec when recompressing it would make it larger. */
-  onlyIfSmaller: z.boolean().default(false),
+  ...conversionFields(''),
   /** Keep the original files here before swapping (absolute); omitted = no backup. */
   backupDir: absolutePath.optional(),
   /**
@@ -112,17 +146,11 @@ export const ConfigSchema = z.strictObject({
     .prefault({}),
   limits: z
     .strictObject({
-      maxDecompressedBatchBytes: positiveInt.default(64 * 1024 * 1024),
+      ...conversionFields('limits'),
       /** Kafka positions are int32: a segment must stay below 2 GiB. */
       maxSegmentBytes: positiveInt.max(2 ** 31 - 1).default(2 ** 31 - 1),
     })
     .prefault({}),
-  indexIntervalBytes: positiveInt.default(DEFAULT_INDEX_INTERVAL_BYTES),
-  /**
-   * The topic's segment.index.bytes: the active segment's rebuilt indexes must fit in it (a broker
-   * loading the partition resizes them to it and fails if they do not fit).
-   */
-  segmentIndexBytes: positiveInt.default(DEFAULT_SEGMENT_INDEX_BYTES),
   metrics: z
     .strictObject({
       /**

@@ -3,8 +3,8 @@ import {
   batchCompression,
   batchLastOffset,
   batchTimestampType,
-  CompressionType,
   CrcMismatchError,
+  codecById,
   computeRecordBatchCrc,
   controlTypeName,
   crc32,
@@ -80,7 +80,7 @@ function decodeV2(entry: LogEntry): DecodedEntry {
       deleteHorizonMs: hasDeleteHorizon(h) ? h.baseTimestamp : null,
     },
   };
-  const unknownCodec = codec > CompressionType.ZSTD ? codec : null;
+  const unknownCodec = codecById(codec) === undefined ? codec : null;
   return {
     batch,
     unknownCodec,
@@ -127,7 +127,7 @@ function decodeLegacy(entry: LogEntry): DecodedEntry {
     crc: m.crc,
     isValid: crc32(bytes.subarray(MAGIC_OFFSET)) === m.crc,
   };
-  const unknownCodec = codec > CompressionType.ZSTD ? codec : null;
+  const unknownCodec = codecById(codec) === undefined ? codec : null;
   return {
     batch,
     unknownCodec,

@@ -341,4 +341,51 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     const c = await convertJson([path.join(dir, 't-0', '00000000000000000000.log'), '--out', tmpDir()], env);
     expect(c.summary.settings).toMatchObject({ codec: printed.codec, level: printed.level });
   });
+
+  it('one name for the decompression limit: --max-decompressed-batch-bytes everywhere; --max-decompressed-bytes still works, with a warning', async () => {
+    const dir = tmpDir();
+    const src = writeSegment(dir, 0n, [v2Batch(0n, 50, 2 /* snappy */)]);
+    const limit = /error\[DECOMPRESSION_LIMIT\]: .*limit of 100 bytes \(file .*, position 61, offset 0\)\n$/;
+    const warning =
+      'warning: --max-decompressed-bytes is an old name of --max-decompressed-batch-bytes; use --max-decompressed-batch-bytes\n';
+    // convert, under verify's old name.
+    const c = await run(['convert', src, '--out', path.join(dir, 'a'), '--max-decompressed-bytes', '100']);
+    expect(c.code).toBe(1);
+    expect(c.stderr.startsWith(warning)).toBe(true);
+    expect(c.stderr).toMatch(limit);
+    // verify, under the one name (no warning) and under its old one (a warning).
+    const v = await run(['verify', src, '--max-decompressed-batch-bytes', '100']);
+    expect(v.code).toBe(1);
+    expect(v.stdout).toContain('limit of 100 bytes');
+    expect(v.stderr).not.toContain('warning');
+    const old = await run(['verify', src, '--max-decompressed-bytes', '100']);
+    expect(old.code).toBe(1);
+    expect(old.stdout).toBe(v.stdout);
+    expect(old.stderr).toBe(warning + v.stderr);
+    expect((await run(['verify', src, '--max-decompressed-bytes', '1m'])).code).toBe(0);
+  });
+
+  it('audit estimates a batch over --max-batch-bytes as migrate writes it: kept as it is', async () => {
+    const dir = tmpDir();
+    const part = path.join(dir, 't-0');
+    const gzip = v2Batch(0n, 200, 1 /* gzip */);
+    writeSegment(part, 0n, [gzip]);
+    writeSegment(part, 200n, [v2Batch(200n, 1)]);
+    const none = v2Batch(0n, 200).length;
+    expect(gzip.length).toBeLessThan(2000);
+    expect(none).toBeGreaterThan(2000);
+    const flags = ['--codec', 'none', '--max-batch-bytes', '2000'];
+    const a = await jsonObjects(['audit', dir, ...flags, '--json']);
+    expect(a[0]).toMatchObject({
+      type: 'partition',
+      convertBytes: gzip.length,
+      estimatedBytesAfter: gzip.length,
+    });
+    // Without the limit the recompression is what migrate writes.
+    const b = await jsonObjects(['audit', dir, '--codec', 'none', '--json']);
+    expect(b[0]).toMatchObject({ estimatedBytesAfter: none });
+    const m = await run(['migrate', dir, ...flags]);
+    expect(m.code).toBe(0);
+    expect(readFileSync(path.join(part, '00000000000000000000.log')).length).toBe(gzip.length);
+  });
 });

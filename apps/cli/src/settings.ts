@@ -1,48 +1,88 @@
 import path from 'node:path';
-import { CODECS, type LoadedConfig, loadConfigWithSources, pipelineOptions } from '@seglift/config';
-import { type ReadinessRules, readinessRules } from '@seglift/segment';
+import { type FlagOptions, type LoadedConfig, loadConfigWithSources, pipelineOptions } from '@seglift/config';
+import {
+  CONVERSION_SETTINGS,
+  type ConversionSetting,
+  type ConversionSettingName,
+  type ReadinessRules,
+  readinessRules,
+} from '@seglift/segment';
 import { intOpt, type Parsed, str } from './args.js';
 import type { CommandContext } from './command.js';
+
+type Setting = ConversionSetting;
+const SETTINGS = CONVERSION_SETTINGS as readonly Setting[];
+
+/** The parseArgs options of the declared settings `names` (all of them by default), aliases included. */
+export function settingArgOptions(names?: readonly ConversionSettingName[]): FlagOptions {
+  const options: FlagOptions = {};
+  for (const s of SETTINGS) {
+    if (names !== undefined && !names.includes(s.name as ConversionSettingName)) continue;
+    for (const f of [s.flag, ...(s.aliases ?? [])])
+      options[f] = { type: s.type === 'bool' ? 'boolean' : 'string' };
+  }
+  return options;
+}
+
+/** The help lines of the declared settings `names` (all by default), the text at column `column`. */
+export function settingsHelp(names?: readonly ConversionSettingName[], column = 28): string {
+  const lines: string[] = [];
+  for (const s of SETTINGS) {
+    if (names !== undefined && !names.includes(s.name as ConversionSettingName)) continue;
+    const head = `  --${s.flag}${s.arg === undefined ? '' : ` ${s.arg}`}`;
+    const text = s.help.split('\n');
+    for (const a of s.aliases ?? []) text.push(`(--${a}: its old name, with a warning)`);
+    const indent = ' '.repeat(column);
+    if (head.length < column) lines.push(head.padEnd(column) + text.shift());
+    else lines.push(head);
+    for (const t of text) lines.push(indent + t);
+  }
+  return lines.join('\n');
+}
 
 /** The parseArgs options every pipeline command (convert, migrate) shares. */
 export const PIPELINE_ARG_OPTIONS = {
   config: { type: 'string' },
-  codec: { type: 'string' },
-  level: { type: 'string' },
-  grouping: { type: 'string' },
-  'coalesce-bytes': { type: 'string' },
-  'max-batch-bytes': { type: 'string' },
-  'only-if-smaller': { type: 'boolean' },
-  'index-interval-bytes': { type: 'string' },
-  'segment-index-bytes': { type: 'string' },
-  'max-decompressed-batch-bytes': { type: 'string' },
+  ...settingArgOptions(),
   'backup-dir': { type: 'string' },
-} as const;
+} as const satisfies FlagOptions;
 
 /** The help lines for PIPELINE_ARG_OPTIONS (without --backup-dir, whose meaning differs). */
 export const PIPELINE_HELP = `  --config FILE             YAML or JSON config file (default $SEGLIFT_CONFIG); settings come
                             from defaults < config file < SEGLIFT_* environment < these flags
-  --codec C                 target codec: ${CODECS.join('|')}, any case (default zstd, from the
-                            config when set there; the summary names the codec used)
-  --level N                 compression level, negative ones too (zstd -5); codec default
-                            otherwise
-  --grouping G              how legacy entries become v2 batches. coalesce (default): consecutive
-                            records share batches of up to --coalesce-bytes, split where one
-                            batch could not carry them as consumers read them today (timestamp
-                            type, LogAppendTime); kafka: one batch per legacy entry, byte for
-                            byte what Kafka 4's cleaner writes (much larger for small messages)
-  --coalesce-bytes N        with --grouping coalesce: records per batch up to N bytes before
-                            compression (default 1048576, 1 MiB)
-  --max-batch-bytes N       largest batch written (default 1048588, the broker's default
-                            message.max.bytes; set it to your topics' max.message.bytes or less)
-  --only-if-smaller         keep a v2 batch in its codec when recompressing it would make it
-                            larger (default off: every batch gets the target codec)
-  --index-interval-bytes N  the topic's index.interval.bytes: an .index entry every N bytes of
-                            log (default 4096)
-  --segment-index-bytes N   the topic's segment.index.bytes: the active segment's rebuilt indexes
-                            must fit in it (default 10m)
-  --max-decompressed-batch-bytes N
-                            refuse a batch that decompresses to more than N (default 64m)`;
+${settingsHelp()}`;
+
+/**
+ * The flag of `s` the command line used: its own, else an old name (with a warning on stderr,
+ * so that scripts move to the one name every program takes); undefined when neither.
+ */
+function usedFlag(s: Setting, p: Parsed, ctx: CommandContext): string | undefined {
+  if (p.values[s.flag] !== undefined) return s.flag;
+  const alias = (s.aliases ?? []).find((a) => p.values[a] !== undefined);
+  if (alias !== undefined) ctx.err.line(`warning: --${alias} is an old name of --${s.flag}; use --${s.flag}`);
+  return alias;
+}
+
+/**
+ * The value the command line gives setting `s`, or undefined. Codec and grouping go to the loader
+ * unchecked so one ConfigError lists every problem (exit 2); numbers are checked here (sizes
+ * accept k/m/g).
+ */
+export function settingFlagValue(command: string, p: Parsed, ctx: CommandContext, s: Setting): unknown {
+  const used = usedFlag(s, p, ctx);
+  if (used === undefined) return undefined;
+  switch (s.type) {
+    case 'codec':
+    case 'enum':
+      return str(p, used);
+    case 'bool':
+      return p.values[used] === true;
+    case 'level':
+      return intOpt(command, p, used, { min: s.min });
+    case 'int':
+      return intOpt(command, p, used, { min: s.min, sizes: s.sizes });
+  }
+}
 
 /**
  * The archive switch, as every front door's help states it: `readiness.requireRolled: false`
@@ -61,16 +101,6 @@ export function includeActiveRules(): ReadinessRules {
   return readinessRules({ includeActive: true });
 }
 
-/** Config keys (dotted) and the flag that sets each; sizes accept k/m/g. */
-const INT_FLAGS: ReadonlyArray<{ flag: string; key: string; min: number; sizes: boolean }> = [
-  { flag: 'level', key: 'level', min: -131072, sizes: false },
-  { flag: 'coalesce-bytes', key: 'coalesceBytes', min: 1, sizes: true },
-  { flag: 'max-batch-bytes', key: 'maxBatchBytes', min: 1, sizes: true },
-  { flag: 'index-interval-bytes', key: 'indexIntervalBytes', min: 1, sizes: true },
-  { flag: 'segment-index-bytes', key: 'segmentIndexBytes', min: 1, sizes: true },
-  { flag: 'max-decompressed-batch-bytes', key: 'limits.maxDecompressedBatchBytes', min: 1, sizes: true },
-];
-
 /**
  * The effective settings of a command: @seglift/config's loader (the one the watcher, worker and
  * `seglift config print` use) with the command's flags as the highest-precedence source. Codec
@@ -83,12 +113,9 @@ export function loadSettings(
   extraFlags: Record<string, unknown> = {},
 ): LoadedConfig {
   const flags: Record<string, unknown> = { ...extraFlags };
-  if (p.values.codec !== undefined) flags.codec = str(p, 'codec');
-  if (p.values.grouping !== undefined) flags.grouping = str(p, 'grouping');
-  if (p.values['only-if-smaller'] !== undefined) flags.onlyIfSmaller = p.values['only-if-smaller'] === true;
-  for (const f of INT_FLAGS) {
-    if (p.values[f.flag] === undefined) continue;
-    flags[f.key] = intOpt(command, p, f.flag, { min: f.min, sizes: f.sizes });
+  for (const s of SETTINGS) {
+    const value = settingFlagValue(command, p, ctx, s);
+    if (value !== undefined) flags[s.path] = value;
   }
   const backupDir = str(p, 'backup-dir');
   // The schema wants an absolute path; a flag is relative to where seglift was started.
@@ -110,20 +137,12 @@ export function settingsLine(loaded: LoadedConfig): string {
     `level ${config.level ?? 'codec default'} (${from('level')})`,
     `grouping ${config.grouping} (${from('grouping')})`,
   ];
-  const extra: [string, string, unknown][] = [
-    ['coalesceBytes', 'coalesce.bytes', config.coalesceBytes],
-    ['maxBatchBytes', 'max.batch.bytes', config.maxBatchBytes],
-    ['onlyIfSmaller', 'only.if.smaller', config.onlyIfSmaller],
-    ['indexIntervalBytes', 'index.interval.bytes', config.indexIntervalBytes],
-    ['segmentIndexBytes', 'segment.index.bytes', config.segmentIndexBytes],
-    [
-      'limits.maxDecompressedBatchBytes',
-      'max.decompressed.batch.bytes',
-      config.limits.maxDecompressedBatchBytes,
-    ],
-  ];
-  for (const [key, label, value] of extra) {
-    if (sources[key] !== undefined) parts.push(`${label} ${String(value)} (${sources[key]})`);
+  const options = pipelineOptions(config) as Record<string, unknown>;
+  for (const s of SETTINGS) {
+    if (s.name === 'codec' || s.name === 'level' || s.name === 'grouping') continue;
+    // coalesceBytes -> coalesce.bytes
+    const label = s.name.replace(/[A-Z]/g, (c) => `.${c.toLowerCase()}`);
+    if (sources[s.path] !== undefined) parts.push(`${label} ${String(options[s.name])} (${sources[s.path]})`);
   }
   if (!config.readiness.requireRolled) {
     parts.push(

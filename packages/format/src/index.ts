@@ -1,6 +1,10 @@
 export * from './bytes.js';
 export {
+  CODEC_REGISTRY,
+  type Codec,
   type CompressOptions,
+  codecById,
+  codecByName,
   codecId,
   codecName,
   compress,

@@ -38,13 +38,18 @@ export const HEADER_SIZE_UP_TO_MAGIC = 17;
  */
 export const DEFAULT_MAX_BATCH_BYTES = 1_048_588;
 
-/** The batchLength field, as in every format's size field (DefaultRecordBatch.LENGTH_OFFSET). */
+/** The v2 batch header's fields, by DefaultRecordBatch's names (docs/kafka-format.md §5.1). */
 export const LENGTH_OFFSET = 8;
+export const PARTITION_LEADER_EPOCH_OFFSET = 12;
 /** The v2 batch's stored CRC-32C (DefaultRecordBatch.CRC_OFFSET). */
 export const CRC_OFFSET = 17;
 export const ATTRIBUTES_OFFSET = 21;
 export const LAST_OFFSET_DELTA_OFFSET = 23;
+export const BASE_TIMESTAMP_OFFSET = 27;
 export const MAX_TIMESTAMP_OFFSET = 35;
+export const PRODUCER_ID_OFFSET = 43;
+export const PRODUCER_EPOCH_OFFSET = 51;
+export const BASE_SEQUENCE_OFFSET = 53;
 export const RECORDS_COUNT_OFFSET = 57;
 
 /** The codec bits of the attributes (DefaultRecordBatch's COMPRESSION_CODEC_MASK). */

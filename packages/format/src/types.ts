@@ -1,7 +1,5 @@
-/** Codec ids of the 3-bit compression field, same in magic 0/1 and 2 (docs/kafka-format.md §3). */
-export const CompressionType = { NONE: 0, GZIP: 1, SNAPPY: 2, LZ4: 3, ZSTD: 4 } as const;
-export type CompressionId = (typeof CompressionType)[keyof typeof CompressionType];
-export type CodecName = 'none' | 'gzip' | 'snappy' | 'lz4' | 'zstd';
+/** Codec ids of the 3-bit compression field, same in magic 0/1 and 2 (docs/kafka-format.md §3): the registry's. */
+export { type CodecName, type CompressionId, CompressionType } from './codecs/registry.js';
 
 /** Kafka's TimestampType names, as kafka-dump-log prints them. */
 export type TimestampType = 'NoTimestampType' | 'CreateTime' | 'LogAppendTime';

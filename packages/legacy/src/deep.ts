@@ -6,6 +6,7 @@
 import {
   CorruptRecordError,
   CrcMismatchError,
+  codecById,
   crc32,
   DEFAULT_MAX_DECOMPRESSED_BATCH_BYTES,
   decompress,
@@ -27,8 +28,6 @@ import {
   parseMessage,
   readLegacyEntry,
 } from './message.js';
-
-const ZSTD = 4;
 
 /** A record as a legacy reader (Java consumer, kafka-dump-log --deep-iteration) sees it. */
 export interface LegacyRecord {
@@ -98,16 +97,17 @@ function innerRecords(
   options: LegacyIterationOptions,
 ): LegacyRecord[] {
   const ctx = { position: 0, offset: wrapper.offset };
-  if (codec === ZSTD) {
-    throw new UnsupportedFormatError(`zstd is not valid in a magic ${wrapper.magic} wrapper`, ctx);
+  const c = codecById(codec);
+  if (c === undefined) throw new UnknownCodecError(codec, ctx);
+  if (c.minMagic > wrapper.magic) {
+    throw new UnsupportedFormatError(`${c.name} is not valid in a magic ${wrapper.magic} wrapper`, ctx);
   }
-  if (codec > ZSTD) throw new UnknownCodecError(codec, ctx);
   if (wrapper.value === null) {
     throw new CorruptRecordError(`compressed wrapper (magic ${wrapper.magic}) has a null value`, ctx);
   }
   let stream: Uint8Array;
   try {
-    stream = decompress(codec as 1 | 2 | 3, wrapper.value, {
+    stream = decompress(codec, wrapper.value, {
       magic: wrapper.magic,
       maxBytes: options.maxDecompressedBytes ?? DEFAULT_MAX_DECOMPRESSED_BATCH_BYTES,
     });
@@ -144,7 +144,7 @@ function innerRecords(
     const innerCodec = m.attributes & LEGACY_CODEC_MASK;
     if (innerCodec !== 0) {
       const at = { position: 0, offset: base + m.offset };
-      if (innerCodec > ZSTD) throw new UnknownCodecError(innerCodec, at);
+      if (codecById(innerCodec) === undefined) throw new UnknownCodecError(innerCodec, at);
       throw new UnsupportedFormatError('inner messages must not be compressed', at);
     }
     out[i] = {

@@ -26,6 +26,7 @@ export {
 } from './message.js';
 export {
   DEFAULT_COALESCE_BYTES,
+  DEFAULT_GROUPING,
   type Grouping,
   type OversizeBatch,
   Upconverter,

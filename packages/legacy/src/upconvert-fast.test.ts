@@ -63,7 +63,7 @@ const rows = (batches: Uint8Array[]): Row[] =>
   );
 
 function convert(entries: Uint8Array[], options: UpconverterOptions = {}) {
-  const up = new Upconverter(options);
+  const up = new Upconverter({ grouping: 'kafka', ...options });
   const batches = [...entries.flatMap((e) => up.push(e)), ...up.flush()];
   return { up, batches, rows: rows(batches) };
 }
@@ -158,7 +158,7 @@ describe('Upconverter fast path: the entries it takes', () => {
   it('the entry ends where its size field says: bytes after it (in the caller’s buffer) are not read', () => {
     const entry = v1(40n, 1000n, 'k', 'value');
     const host = concat(new Uint8Array(5).fill(0xee), entry, new Uint8Array(9).fill(0xee));
-    const up = new Upconverter();
+    const up = new Upconverter({ grouping: 'kafka' });
     up.pushEntry(host, 5, host.length);
     expect(rows([up.takeOutput()])).toEqual([[40n, 1000n, 'CreateTime', 'k', 'value']]);
     expect(general).not.toHaveBeenCalled();
@@ -237,7 +237,7 @@ describe('Upconverter fast path: what it leaves to the general path, reported as
     const entry = v1(40n, 1000n, 'k', 'value');
     const host = concat(new Uint8Array(5).fill(0xee), entry);
     const size = entry.length - 12;
-    const err = thrown(() => new Upconverter().pushEntry(host, 5, host.length - 1));
+    const err = thrown(() => new Upconverter({ grouping: 'kafka' }).pushEntry(host, 5, host.length - 1));
     expect(err).toBeInstanceOf(TruncatedDataError);
     expect(err).toMatchObject({ detail: `legacy message declares ${size} bytes, ${size - 1} left` });
     expect(general).toHaveBeenCalled();
@@ -346,7 +346,7 @@ describe('Upconverter prove, fast path: a record or batch header written wrong i
     const entry = encodeLegacyEntry(100n, { magic: 1, timestamp: 1000n, key, value });
     const spy = fault();
     try {
-      return thrown(() => new Upconverter({ prove: true, codec }).push(entry));
+      return thrown(() => new Upconverter({ grouping: 'kafka', prove: true, codec }).push(entry));
     } finally {
       spy.mockRestore();
     }
@@ -578,7 +578,7 @@ describe('Upconverter fast path: a record sized wrong', () => {
       for (const codec of [0, LZ4] as const) {
         // Eight bytes: length, attributes, timestamp and offset deltas, null key, value length,
         // 'a', no headers.
-        const err = thrown(() => new Upconverter({ codec }).push(v0(0n, null, 'a')));
+        const err = thrown(() => new Upconverter({ grouping: 'kafka', codec }).push(v0(0n, null, 'a')));
         expect(err).toBeInstanceOf(InvalidArgumentError);
         expect(err).toMatchObject({ detail: 'record encoding wrote 8 bytes, sized 9' });
       }

@@ -60,7 +60,7 @@ function wrapperOfTen(base: bigint, value: (i: number) => Uint8Array): Uint8Arra
 /** Each batch as [baseOffset, record count, bytes], and the stats and oversize reports. */
 function split(entry: Uint8Array, options: UpconverterOptions) {
   const oversize: OversizeBatch[] = [];
-  const up = new Upconverter({ ...options, onOversizeBatch: (b) => oversize.push(b) });
+  const up = new Upconverter({ grouping: 'kafka', ...options, onOversizeBatch: (b) => oversize.push(b) });
   const batches = [...up.push(entry), ...up.flush()];
   const shape = batches.map((b) => {
     const h = readRecordBatchHeader(b);
@@ -174,7 +174,7 @@ describe.each([
   it('a record over maxBatchBytes with no oversize listener is emitted alone all the same', () => {
     const entry = wrapperOfTen(base, (i) => noise(i + 1, 100));
     for (const codec of [0, LZ4] as const) {
-      const up = new Upconverter({ codec, maxBatchBytes: 100 });
+      const up = new Upconverter({ grouping: 'kafka', codec, maxBatchBytes: 100 });
       const batches = [...up.push(entry), ...up.flush()];
       expect(batches.map((b) => readRecordBatchHeader(b).baseOffset)).toEqual(
         Array.from({ length: 10 }, (_, i) => base + BigInt(i)),
@@ -236,14 +236,15 @@ describe('Upconverter errors', () => {
   });
 
   it('bad options: InvalidArgumentError saying which and what was given', () => {
-    expect(() => new Upconverter({ maxBatchBytes: 61 })).toThrow(
+    expect(() => new Upconverter({ grouping: 'kafka', maxBatchBytes: 61 })).toThrow(
       new InvalidArgumentError('maxBatchBytes must exceed 61, got 61'),
     );
     expect(() => new Upconverter({ grouping: 'other' as 'kafka' })).toThrow(
       new InvalidArgumentError('unknown grouping other'),
     );
-    expect(new Upconverter({ maxBatchBytes: 62 }).maxBatchBytes).toBe(62);
-    expect(new Upconverter({}).grouping).toBe('kafka');
+    expect(new Upconverter({ grouping: 'kafka', maxBatchBytes: 62 }).maxBatchBytes).toBe(62);
+    // One default for every program: the CLI's, the config's, the Upconverter's.
+    expect(new Upconverter({}).grouping).toBe('coalesce');
     expect(new Upconverter({}).coalesceBytes).toBe(1_048_576);
   });
 });
@@ -257,14 +258,14 @@ describe.each([
     const entry = wrapperOfTen(base, (i) => new Uint8Array(100).fill(i));
     const err = (() => {
       try {
-        new Upconverter({ maxDecompressedBytes: 1339 }).push(entry);
+        new Upconverter({ grouping: 'kafka', maxDecompressedBytes: 1339 }).push(entry);
       } catch (e) {
         return e;
       }
     })();
     expect(err).toBeInstanceOf(DecompressionLimitError);
     expect(err).toMatchObject({ limit: 1339 });
-    const batches = new Upconverter({ maxDecompressedBytes: 1340 }).push(entry);
+    const batches = new Upconverter({ grouping: 'kafka', maxDecompressedBytes: 1340 }).push(entry);
     expect(batches.map((b) => readRecordBatchHeader(b).recordsCount)).toEqual([10]);
   });
 
@@ -282,7 +283,7 @@ describe.each([
     try {
       let err: unknown;
       try {
-        new Upconverter({ prove: true, maxBatchBytes: 200 }).push(entry);
+        new Upconverter({ grouping: 'kafka', prove: true, maxBatchBytes: 200 }).push(entry);
       } catch (e) {
         err = e;
       }
@@ -290,7 +291,7 @@ describe.each([
       expect((err as Error).message).toMatch(
         /^verify mismatch in upconverted batch: record 7 differs from the legacy record it was made of/,
       );
-      const trusting = new Upconverter({ maxBatchBytes: 200 });
+      const trusting = new Upconverter({ grouping: 'kafka', maxBatchBytes: 200 });
       expect(trusting.push(entry).map((b) => readRecordBatchHeader(b).recordsCount)).toEqual([8, 2]);
     } finally {
       spy.mockRestore();
@@ -305,7 +306,8 @@ describe.each([
   it('level reaches the codec: zstd at level 1 and at level 19 differ, each the same batch every time', () => {
     const text = (i: number) => new Uint8Array(Buffer.from(`record ${i} `.repeat(40)));
     const entry = wrapperOfTen(base, text);
-    const at = (level: number) => new Upconverter({ codec: CompressionType.ZSTD, level }).push(entry);
+    const at = (level: number) =>
+      new Upconverter({ grouping: 'kafka', codec: CompressionType.ZSTD, level }).push(entry);
     const [fast, slow] = [at(1), at(19)];
     expect(fast.length).toBe(1);
     expect(slow.length).toBe(1);

@@ -96,7 +96,7 @@ describe('Upconverter prove, general path: a batch that does not read back as it
       return batch;
     });
     try {
-      const up = new Upconverter({ prove: true });
+      const up = new Upconverter({ grouping: 'kafka', prove: true });
       const err = thrown(() => up.push(encodeLegacyEntry(G, { magic: 0, key: null, value: bytes('v') })));
       expect(err).toBeInstanceOf(format.VerifyMismatchError);
       expect((err as Error).message).toMatch(

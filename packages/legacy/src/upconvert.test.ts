@@ -33,7 +33,7 @@ function run(entries: Uint8Array[], up: Upconverter): Uint8Array[] {
 
 describe('Upconverter', () => {
   it('kafka grouping: one v2 batch per uncompressed v0 message, exact bytes', () => {
-    const up = new Upconverter();
+    const up = new Upconverter({ grouping: 'kafka' });
     const batches = run([plain(5n, 0, 'v'), plain(6n, 0, null)], up);
     expect(batches.length).toBe(2);
     checkRecordBatchCrc(batches[0]);
@@ -269,10 +269,10 @@ describe('Upconverter', () => {
   });
 
   it('rejects offsets that do not increase, and bad options', () => {
-    const up = new Upconverter();
+    const up = new Upconverter({ grouping: 'kafka' });
     up.push(plain(5n, 0, 'a'));
     expect(() => up.push(plain(5n, 0, 'b'))).toThrow(CorruptRecordError);
-    expect(() => new Upconverter({ maxBatchBytes: 61 })).toThrow(InvalidArgumentError);
+    expect(() => new Upconverter({ grouping: 'kafka', maxBatchBytes: 61 })).toThrow(InvalidArgumentError);
     expect(() => new Upconverter({ grouping: 'other' as 'kafka' })).toThrow(InvalidArgumentError);
   });
 });
@@ -457,7 +457,7 @@ describe('Upconverter fast path', () => {
           });
           const options = { grouping, codec, maxBatchBytes, coalesceBytes };
           const ref = new ReferenceUpconverter(options);
-          const up = new Upconverter({ ...options, prove });
+          const up = new Upconverter({ grouping: 'kafka', ...options, prove });
           const expected: Uint8Array[] = [];
           let refError: unknown;
           try {
@@ -525,7 +525,7 @@ describe('Upconverter fast path', () => {
             }
           };
           const expected = run(new ReferenceUpconverter(options));
-          expect(run(new Upconverter({ ...options, prove: true }))).toBe(expected);
+          expect(run(new Upconverter({ grouping: 'kafka', ...options, prove: true }))).toBe(expected);
           if (expected.includes('Error')) errors++;
         },
       ),

@@ -18,19 +18,34 @@
  * decodes with decodeLegacyRecords and keeps records as objects, as this class always did.
  */
 import {
+  ATTRIBUTES_OFFSET,
+  BASE_SEQUENCE_OFFSET,
+  BASE_TIMESTAMP_OFFSET,
   type CompressionId,
   CorruptRecordError,
+  CRC_OFFSET,
+  codecById,
   compressTransient,
   crc32cRange,
   crc32Range,
   DEFAULT_MAX_BATCH_BYTES,
+  DEFAULT_MAX_DECOMPRESSED_BATCH_BYTES,
   decompress,
   decompressTransient,
   encodeRecordBatch,
   InvalidArgumentError,
+  LAST_OFFSET_DELTA_OFFSET,
+  LENGTH_OFFSET,
+  LOG_OVERHEAD,
   logicalRecordsOfBatch,
+  MAGIC_OFFSET,
+  MAX_TIMESTAMP_OFFSET,
+  PARTITION_LEADER_EPOCH_OFFSET,
+  PRODUCER_EPOCH_OFFSET,
+  PRODUCER_ID_OFFSET,
   parseRecordAt,
   RECORD_BATCH_OVERHEAD,
+  RECORDS_COUNT_OFFSET,
   type Record,
   RecordFields,
   type RecordHeader,
@@ -47,9 +62,10 @@ const NO_HEADERS = Object.freeze([]) as unknown as RecordHeader[];
 const EMPTY = new Uint8Array(0);
 const TWO32 = 4294967296;
 const LEGACY_CODEC_MASK = 0x07;
-const ZSTD = 4;
 
 export type Grouping = 'kafka' | 'coalesce';
+/** The grouping of every program (@seglift/segment's conversion settings read it from here). */
+export const DEFAULT_GROUPING: Grouping = 'coalesce';
 
 export interface OversizeBatch {
   baseOffset: bigint;
@@ -59,6 +75,7 @@ export interface OversizeBatch {
 }
 
 export interface UpconverterOptions {
+  /** Default DEFAULT_GROUPING (coalesce), as every program. */
   grouping?: Grouping;
   /** Target codec of the v2 batches. Default none. */
   codec?: CompressionId;
@@ -373,7 +390,7 @@ export class Upconverter {
   private innerEnds = new Int32Array(256);
 
   constructor(options: UpconverterOptions = {}) {
-    this.grouping = options.grouping ?? 'kafka';
+    this.grouping = options.grouping ?? DEFAULT_GROUPING;
     if (this.grouping !== 'kafka' && this.grouping !== 'coalesce') {
       throw new InvalidArgumentError(`unknown grouping ${String(this.grouping)}`);
     }
@@ -495,12 +512,13 @@ export class Upconverter {
       this.add(offset, timestamp, logAppend, b, keyPos, keyLength, b, q, valueLength);
       return true;
     }
-    if (codec >= ZSTD || valueLength < 0) return false;
+    // A codec a legacy wrapper may not carry (zstd), or no codec at all: the general path reports it.
+    if ((codecById(codec)?.minMagic ?? 3) > magic || valueLength < 0) return false;
     let inner: Uint8Array;
     try {
       inner = decompress(codec, new Uint8Array(b.buffer, b.byteOffset + q, valueLength), {
         magic,
-        maxBytes: this.decodeOptions.maxDecompressedBytes ?? 64 * 1024 * 1024,
+        maxBytes: this.decodeOptions.maxDecompressedBytes ?? DEFAULT_MAX_DECOMPRESSED_BATCH_BYTES,
       });
     } catch {
       return false;
@@ -762,19 +780,19 @@ export class Upconverter {
     const v = this.out.dv;
     const o = this.out.buf.byteOffset + at;
     setInt64(v, o, base);
-    v.setInt32(o + 8, size - 12);
-    v.setInt32(o + 12, -1); // partitionLeaderEpoch
-    v.setInt8(o + 16, 2);
-    v.setInt16(o + 21, (logAppend ? TIMESTAMP_TYPE_LOG_APPEND_TIME : 0) | this.codec);
-    v.setInt32(o + 23, lastOffsetDelta);
-    setInt64(v, o + 27, this.baseTimestamp);
-    setInt64(v, o + 35, maxTimestamp);
-    v.setInt32(o + 43, -1); // producerId -1: int64 all ones
-    v.setInt32(o + 47, -1);
-    v.setInt16(o + 51, -1); // producerEpoch
-    v.setInt32(o + 53, -1); // baseSequence
-    v.setInt32(o + 57, n);
-    v.setUint32(o + 17, crc32cRange(this.out.buf, at + 21, at + size));
+    v.setInt32(o + LENGTH_OFFSET, size - LOG_OVERHEAD);
+    v.setInt32(o + PARTITION_LEADER_EPOCH_OFFSET, -1);
+    v.setInt8(o + MAGIC_OFFSET, 2);
+    v.setInt16(o + ATTRIBUTES_OFFSET, (logAppend ? TIMESTAMP_TYPE_LOG_APPEND_TIME : 0) | this.codec);
+    v.setInt32(o + LAST_OFFSET_DELTA_OFFSET, lastOffsetDelta);
+    setInt64(v, o + BASE_TIMESTAMP_OFFSET, this.baseTimestamp);
+    setInt64(v, o + MAX_TIMESTAMP_OFFSET, maxTimestamp);
+    v.setInt32(o + PRODUCER_ID_OFFSET, -1); // producerId -1: int64 all ones
+    v.setInt32(o + PRODUCER_ID_OFFSET + 4, -1);
+    v.setInt16(o + PRODUCER_EPOCH_OFFSET, -1);
+    v.setInt32(o + BASE_SEQUENCE_OFFSET, -1);
+    v.setInt32(o + RECORDS_COUNT_OFFSET, n);
+    v.setUint32(o + CRC_OFFSET, crc32cRange(this.out.buf, at + ATTRIBUTES_OFFSET, at + size));
     if (this.prove) this.proveBatch(at, size, n, lastOffsetDelta, maxTimestamp);
   }
 
@@ -796,18 +814,31 @@ export class Upconverter {
       if (!ok) throw mismatch(`header ${what}`, base);
     };
     expect(smallInt64At(b, at) === base, 'baseOffset');
-    expect(int32At(b, at + 8) === size - 12, 'batchLength');
-    expect(int32At(b, at + 12) === -1 && b[at + 16] === 2, 'partitionLeaderEpoch or magic');
-    const attributes = (b[at + 21] << 8) | b[at + 22];
+    expect(int32At(b, at + LENGTH_OFFSET) === size - LOG_OVERHEAD, 'batchLength');
+    expect(
+      int32At(b, at + PARTITION_LEADER_EPOCH_OFFSET) === -1 && b[at + MAGIC_OFFSET] === 2,
+      'partitionLeaderEpoch or magic',
+    );
+    const attributes = (b[at + ATTRIBUTES_OFFSET] << 8) | b[at + ATTRIBUTES_OFFSET + 1];
     expect(
       attributes === ((this.pendingLogAppend ? TIMESTAMP_TYPE_LOG_APPEND_TIME : 0) | this.codec),
       'attributes',
     );
-    expect(int32At(b, at + 23) === lastOffsetDelta && lastOffsetDelta >= 0, 'lastOffsetDelta');
-    expect(smallInt64At(b, at + 27) === this.baseTimestamp, 'baseTimestamp');
-    expect(smallInt64At(b, at + 35) === maxTimestamp, 'maxTimestamp');
-    expect(smallInt64At(b, at + 43) === -1 && ((b[at + 51] << 8) | b[at + 52]) === 0xffff, 'producer');
-    expect(int32At(b, at + 53) === -1 && int32At(b, at + 57) === n, 'baseSequence or count');
+    expect(
+      int32At(b, at + LAST_OFFSET_DELTA_OFFSET) === lastOffsetDelta && lastOffsetDelta >= 0,
+      'lastOffsetDelta',
+    );
+    expect(smallInt64At(b, at + BASE_TIMESTAMP_OFFSET) === this.baseTimestamp, 'baseTimestamp');
+    expect(smallInt64At(b, at + MAX_TIMESTAMP_OFFSET) === maxTimestamp, 'maxTimestamp');
+    expect(
+      smallInt64At(b, at + PRODUCER_ID_OFFSET) === -1 &&
+        ((b[at + PRODUCER_EPOCH_OFFSET] << 8) | b[at + PRODUCER_EPOCH_OFFSET + 1]) === 0xffff,
+      'producer',
+    );
+    expect(
+      int32At(b, at + BASE_SEQUENCE_OFFSET) === -1 && int32At(b, at + RECORDS_COUNT_OFFSET) === n,
+      'baseSequence or count',
+    );
     // Codec none: the records were written (and parsed back) where they are.
     if (this.codec === 0) return;
     const plen = this.payload.length;
@@ -834,7 +865,7 @@ export class Upconverter {
       const base = b.readBigInt64BE(at);
       this.onOversizeBatch?.({
         baseOffset: base,
-        lastOffset: base + BigInt(int32At(b, at + 23)),
+        lastOffset: base + BigInt(int32At(b, at + LAST_OFFSET_DELTA_OFFSET)),
         sizeInBytes: size,
         maxBatchBytes: this.maxBatchBytes,
       });

@@ -10,7 +10,7 @@ import {
   DEFAULT_MAX_BATCH_BYTES,
   recompressRecordBatch,
 } from '@seglift/format';
-import { type Grouping, Upconverter } from '@seglift/legacy';
+import { DEFAULT_GROUPING, type Grouping, Upconverter } from '@seglift/legacy';
 
 /** The settings that decide how batches are compressed (ConvertOptions' names). */
 export interface CodecSettings {
@@ -62,7 +62,7 @@ export function upconverterFor(
   onOversizeBatch: () => void,
 ): Upconverter {
   return new Upconverter({
-    grouping: settings.grouping ?? 'coalesce',
+    grouping: settings.grouping ?? DEFAULT_GROUPING,
     codec: target.id,
     level: target.level,
     maxBatchBytes: settings.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES,

@@ -10,9 +10,7 @@ import { targetCodec } from './codec.js';
 import { Conversion } from './conversion.js';
 import { inPlace, inPlaceFromStage, intoOutDir, intoStage } from './placements.js';
 import type { SegmentReport } from './report.js';
-import { type ConvertTestHooks, DEFAULT_SEGMENT_INDEX_BYTES } from './rewrite.js';
-
-export { DEFAULT_SEGMENT_INDEX_BYTES };
+import type { ConvertTestHooks } from './rewrite.js';
 
 export interface ConvertOptions {
   codec: CodecName;

@@ -5,15 +5,22 @@
  * observers, convert's testHooks) are in src/test-support/seams.ts, never built.
  */
 
-export { type ConvertOptions, convertSegment, DEFAULT_SEGMENT_INDEX_BYTES } from './convert.js';
+export {
+  CONVERSION_SETTINGS,
+  type ConversionSetting,
+  type ConversionSettingName,
+  type ConversionSettings,
+  conversionSetting,
+  conversionSettingsOf,
+} from './conversion-settings.js';
+export { type ConvertOptions, convertSegment } from './convert.js';
 export {
   findPartitionSegments,
   type IgnoredDir,
-  isActiveSegment,
   listSegments,
   walkLogDirs,
 } from './discovery.js';
-export { codecLabel, type EntryInfo, formatKey, inspectEntry, needsRewrite } from './entry.js';
+export { codecLabel, formatKey, inspectEntry, keptAsIs, needsRewrite } from './entry.js';
 export { LogDirLockedError, SegmentChangedError } from './errors.js';
 export { kafkaLeftovers } from './leftovers.js';
 export {

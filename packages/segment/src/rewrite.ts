@@ -24,6 +24,7 @@ import {
   targetCodec,
   upconverterFor,
 } from './codec.js';
+import { conversionSettingsOf } from './conversion-settings.js';
 import {
   type EntryInfo,
   formatKey,
@@ -94,9 +95,6 @@ export interface VerifiedRewrite {
   offsetIndexBytes: number;
   timeIndexBytes: number;
 }
-
-/** segment.index.bytes' default (LogConfig.DEFAULT_SEGMENT_INDEX_BYTES). */
-export const DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024;
 
 /** The temp names a rewrite writes in `into`. */
 export function tempFiles(into: SegmentFiles): RewriteFiles {
@@ -231,7 +229,7 @@ export function assertIndexesFit(
   timeIndexBytes: number,
   settings: { segmentIndexBytes?: number },
 ): void {
-  const limit = settings.segmentIndexBytes ?? DEFAULT_SEGMENT_INDEX_BYTES;
+  const limit = settings.segmentIndexBytes ?? conversionSettingsOf().segmentIndexBytes;
   const fits = (bytes: number, entrySize: number) => bytes <= Math.floor(limit / entrySize) * entrySize;
   if (fits(offsetIndexBytes, 8) && fits(timeIndexBytes, 12)) return;
   throw new InvalidArgumentError(

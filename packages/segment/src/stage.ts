@@ -31,7 +31,12 @@
 import { createHash, type Hash } from 'node:crypto';
 import { open, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_BATCH_BYTES } from '@seglift/format';
+import {
+  CONVERSION_SETTINGS,
+  type ConversionSetting,
+  type ConversionSettingName,
+  conversionSetting,
+} from './conversion-settings.js';
 import { StageDirError } from './errors.js';
 import { exists } from './fs-util.js';
 import { fsyncDir, mkdirp, removeIfExists, rename, writeWholeFile } from './fsops.js';
@@ -119,19 +124,22 @@ export function stageOptionsKey(o: {
   force?: boolean;
   onlyIfSmaller?: boolean;
 }): StageOptionsKey {
-  // The Upconverter's default grouping.
-  const grouping = o.grouping ?? 'coalesce';
-  return {
-    codec: o.codec,
-    level: o.level ?? null,
-    grouping,
-    // Only coalesce grouping reads it.
-    coalesceBytes: grouping === 'coalesce' ? (o.coalesceBytes ?? null) : null,
-    maxBatchBytes: o.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES,
-    indexIntervalBytes: o.indexIntervalBytes ?? DEFAULT_INDEX_INTERVAL_BYTES,
-    force: o.force ?? false,
-    onlyIfSmaller: o.onlyIfSmaller ?? false,
-  };
+  // The settings that change the bytes written (conversion-settings.ts), each at its declared
+  // default when unset (null: none, the codec's level), or null when it is not read.
+  const given = o as Record<string, unknown>;
+  const current = (s: ConversionSetting) => given[s.name] ?? s.default ?? null;
+  const key: Record<string, unknown> = {};
+  for (const s of CONVERSION_SETTINGS as readonly ConversionSetting[]) {
+    if (!s.changesBytes) continue;
+    // force is convert's flag, not a setting: stage records (compared as JSON text) have always
+    // had it before onlyIfSmaller.
+    if (s.name === 'onlyIfSmaller') key.force = o.force ?? false;
+    const read =
+      s.onlyWhen === undefined ||
+      current(conversionSetting(s.onlyWhen.setting as ConversionSettingName)) === s.onlyWhen.is;
+    key[s.name] = read ? current(s) : null;
+  }
+  return key as unknown as StageOptionsKey;
 }
 
 /** The file's identity, or undefined when it is gone. */

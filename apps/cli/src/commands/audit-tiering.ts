@@ -64,23 +64,33 @@ export async function auditTiering(
   return { topics: [...topics.values()].sort((a, b) => a.topic.localeCompare(b.topic)), byDir };
 }
 
-/** `tiered storage: orders: NOT tierable: 12 closed segments lack ... run 'seglift tier-prepare'`. */
+/** The most topics audit's text names one by one; --json has every partition. */
+const NAMED_TOPICS = 10;
+
+/**
+ * The text lines: one summary line (a log dir of thousands of topics must not drown the
+ * readiness lines), then each topic that cannot be tiered as it is, at most NAMED_TOPICS.
+ * `tiered storage: 1 of 2 topics cannot be tiered as they are (KIP-405): ...`
+ */
 export function tieringLines(topics: readonly TopicTiering[]): string[] {
-  const lines: string[] = [];
-  for (const t of topics) {
-    if (t.tierable) {
-      lines.push(
-        `tiered storage: ${t.topic}: its ${t.closedSegments} closed segments can be tiered as they are`,
-      );
-      continue;
-    }
+  if (topics.length === 0) return [];
+  const not = topics.filter((t) => !t.tierable);
+  if (not.length === 0)
+    return [
+      `tiered storage: the closed segments of every topic (${topics.length}) can be tiered as they are.`,
+    ];
+  const lines = [
+    `tiered storage: ${not.length} of ${topics.length} topics cannot be tiered as they are ` +
+      `(remote.storage.enable=true would copy none of their old segments): with the broker stopped, ` +
+      `run 'seglift tier-prepare <log.dir>' first.`,
+  ];
+  for (const t of not.slice(0, NAMED_TOPICS)) {
     const lacks: string[] = [];
     if (t.missingSnapshots > 0) lacks.push(`${t.missingSnapshots} lack their producer snapshot`);
     if (t.segmentsWithoutEpoch > 0) lacks.push(`${t.segmentsWithoutEpoch} have no leader epoch`);
-    lines.push(
-      `tiered storage: ${t.topic}: NOT tierable (of ${t.closedSegments} closed segments, ${lacks.join(', ')}): ` +
-        `with the broker stopped, run 'seglift tier-prepare <log.dir>' before remote.storage.enable=true`,
-    );
+    lines.push(`  ${t.topic}: of ${t.closedSegments} closed segments, ${lacks.join(', ')}`);
   }
+  if (not.length > NAMED_TOPICS)
+    lines.push(`  and ${not.length - NAMED_TOPICS} more (--json: each partition's tiering)`);
   return lines;
 }

@@ -1,15 +1,17 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { CODECS, pipelineOptions } from '@seglift/config';
-import { type CodecName, codecId, SegliftError } from '@seglift/format';
-import type { Grouping } from '@seglift/legacy';
+import { pipelineOptions } from '@seglift/config';
+import { codecId, SegliftError } from '@seglift/format';
 import {
+  type ConversionSettings,
+  conversionSettingsOf,
   formatKey,
   type IgnoredDir,
   inspectEntry,
   needsRewrite,
   parsePartitionDirName,
   type ReadinessRules,
+  readinessRules,
   splitReady,
 } from '@seglift/segment';
 import { flag, intOpt, parse, requirePositionals } from '../args.js';
@@ -18,10 +20,9 @@ import { EXIT_CODES_HELP, ExitCode, formatError, isFsError, UsageError } from '.
 import { toJsonLine } from '../io.js';
 import { LogFileReader } from '../log-reader.js';
 import { ProgressBar } from '../progress.js';
-import { archiveHelp, includeActiveRules, loadSettings } from '../settings.js';
+import { archiveHelp, loadSettings, PIPELINE_ARG_OPTIONS, PIPELINE_HELP } from '../settings.js';
 import { count, formatBytes, renderTable } from '../table.js';
 import { commonAncestor, noSegmentsMessage, resolveTargets } from '../targets.js';
-import { auditTiering, tieringLines } from './audit-tiering.js';
 import {
   kafkaLeftoverFiles,
   leftAloneLegacyLines,
@@ -30,6 +31,7 @@ import {
   spaceLine,
   stageSpaceNote,
 } from './audit-checks.js';
+import { auditTiering, tieringLines } from './audit-tiering.js';
 import {
   type CodecChoice,
   CodecSample,
@@ -58,25 +60,22 @@ And the space 'seglift migrate --prepare' needs in its stage dir: the estimate f
 (non-active) segments it would rewrite, plus their indexes (an estimate, not a bound:
 recompression can grow data; the rolled segments' source size bounds it when it does not).
 
-Options:
-  --config FILE      YAML or JSON config file (default $SEGLIFT_CONFIG); the target settings
-                     (codec, level, grouping, coalesceBytes, maxBatchBytes, ...) come from
-                     defaults < config file < SEGLIFT_* environment < these flags, as for migrate
-  --codec C          target codec: ${CODECS.join('|')}, any case (default zstd)
-  --level N          target compression level, negative ones too (codec default otherwise)
-  --grouping G       coalesce|kafka, how legacy entries become v2 batches (default coalesce)
-  --only-if-smaller  estimate with batches kept in their codec where recompression grows them
-  --sample-bytes N   bytes per partition converted exactly for the estimate (default 16m;
-                     k/m/g suffixes allowed)
-  --compare-bytes N  of those samples, bytes rewritten again with zstd levels 1, 3 and 9, lz4 and
-                     snappy, to show the size and the time of each choice (default 16m; 0: off)
-  --include-active   count the active (last) segment as something migrate would change
-                     (the broker is stopped and migrate will get --include-active too)
-  --concurrency N    segments migrate converts at once, for the free-space figure
-                     (worker.concurrency, default: CPU count)
-  --backup-dir DIR   where migrate will copy the originals (backupDir), for the backup figure
-  --json             one NDJSON object per partition, the codec choices, then a summary object
-  -h, --help         this text
+Options (the target settings are migrate's: the estimate is for a migrate with them):
+${PIPELINE_HELP}
+  --sample-bytes N          bytes per partition converted exactly for the estimate (default
+                            16m; k/m/g suffixes allowed)
+  --compare-bytes N         of those samples, bytes rewritten again with zstd levels 1, 3 and 9,
+                            lz4 and snappy, to show the size and the time of each choice
+                            (default 16m; 0: off)
+  --include-active          count the active (last) segment as something migrate would change
+                            (the broker is stopped and migrate will get --include-active too)
+  --concurrency N           segments migrate converts at once, for the free-space figure
+                            (worker.concurrency, default: CPU count)
+  --backup-dir DIR          where migrate will copy the originals (backupDir), for the backup
+                            figure
+  --json                    one NDJSON object per partition, the codec choices, then a summary
+                            object
+  -h, --help                this text
 
 ${archiveHelp('audit')}
 
@@ -93,15 +92,8 @@ for: 0.
 ${EXIT_CODES_HELP}
 `;
 
-export interface AuditOptions {
-  codec?: CodecName;
-  level?: number;
-  grouping?: Grouping;
-  coalesceBytes?: number;
-  maxBatchBytes?: number;
-  onlyIfSmaller?: boolean;
-  maxDecompressedBatchBytes?: number;
-  indexIntervalBytes?: number;
+/** The conversion settings (each at its declared default when absent), and audit's own. */
+export interface AuditOptions extends Partial<ConversionSettings> {
   sampleBytes?: number;
   /** Bytes of the sample rewritten with other codecs and levels to compare them (0: none). */
   compareBytes?: number;
@@ -186,16 +178,11 @@ export const auditCommand: Command = {
   help: HELP,
   async run(argv, ctx) {
     const p = parse('audit', argv, {
-      config: { type: 'string' },
-      codec: { type: 'string' },
-      level: { type: 'string' },
-      grouping: { type: 'string' },
-      'only-if-smaller': { type: 'boolean' },
+      ...PIPELINE_ARG_OPTIONS,
       'sample-bytes': { type: 'string' },
       'compare-bytes': { type: 'string' },
       'include-active': { type: 'boolean' },
       concurrency: { type: 'string' },
-      'backup-dir': { type: 'string' },
       json: { type: 'boolean' },
     });
     const dirs = requirePositionals('audit', p, '<dir>... (a Kafka log dir or partition dir)');
@@ -224,10 +211,11 @@ export async function auditPartitions(
 
 async function auditTargets(
   { partitions, ignored }: Awaited<ReturnType<typeof resolveTargets>>,
-  options: AuditOptions,
+  given: AuditOptions,
 ): Promise<{ audits: PartitionAudit[]; ignored: IgnoredDir[]; choices: CodecChoice[] }> {
+  const options = withSettings(given);
   const sample = new CodecSample(options.compareBytes ?? DEFAULT_COMPARE_BYTES);
-  const rules = options.includeActive ? includeActiveRules() : (options.readiness ?? LIVE_BROKER);
+  const rules = readinessRules({ readiness: options.readiness, includeActive: options.includeActive });
   const now = Date.now();
   const progress = { bytesDone: 0, segmentsDone: 0 };
   const audits: PartitionAudit[] = [];
@@ -256,13 +244,14 @@ async function auditTargets(
       ),
     );
   }
-  const choices =
-    sample.bytes === 0 ? [] : compareCodecs(sample, { ...options, codec: options.codec ?? 'zstd' });
+  const choices = sample.bytes === 0 ? [] : compareCodecs(sample, options);
   return { audits, ignored, choices };
 }
 
-/** A live broker's log dir: the newest segment of each partition is the active one. */
-const LIVE_BROKER: ReadinessRules = { requireRolled: true, quietMs: 0 };
+/** The options with every conversion setting they lack at its declared default. */
+function withSettings(options: AuditOptions): AuditOptions & ConversionSettings {
+  return { ...options, ...conversionSettingsOf(options) };
+}
 
 interface PartitionDir {
   dir: string;
@@ -279,14 +268,14 @@ interface PartitionDir {
 
 async function auditPartition(
   p: PartitionDir,
-  options: AuditOptions,
+  options: AuditOptions & ConversionSettings,
   progress: { bytesDone: number; segmentsDone: number },
   sample: CodecSample,
 ): Promise<PartitionAudit> {
-  const target = codecId(options.codec ?? 'zstd');
+  const target = codecId(options.codec);
   const sampleBudget = options.sampleBytes ?? DEFAULT_SAMPLE_BYTES;
   const perSegmentSample = Math.ceil(sampleBudget / p.segments.length);
-  const indexOverhead = 1 + 20 / (options.indexIntervalBytes ?? 4096);
+  const indexOverhead = 1 + 20 / options.indexIntervalBytes;
   const a: PartitionAudit = {
     dir: p.dir,
     name: p.name,
@@ -325,7 +314,7 @@ async function auditPartition(
     let legacy = 0;
     let changeable = 0;
     let segSampleIn = 0;
-    const rewritten = new RewrittenSize({ ...options, codec: options.codec ?? 'zstd' });
+    const rewritten = new RewrittenSize(options);
     const reader = new LogFileReader(seg.path);
     sample.startSegment();
     const bytesBefore = progress.bytesDone;
@@ -408,7 +397,7 @@ export async function diskNeeds(
     );
     byDevice.set(dev, [...(byDevice.get(dev) ?? []), a]);
   }
-  const indexOverhead = 20 / (options.indexIntervalBytes ?? 4096);
+  const indexOverhead = 20 / (options.indexIntervalBytes ?? conversionSettingsOf().indexIntervalBytes);
   const needs: DiskNeed[] = [];
   for (const group of byDevice.values()) {
     const sizes = group.flatMap((a) => a.segmentsAfter).sort((x, y) => y - x);
@@ -433,11 +422,8 @@ export async function diskNeeds(
   return needs.sort((x, y) => x.dir.localeCompare(y.dir));
 }
 
-export async function audit(
-  dirs: string[],
-  ctx: CommandContext,
-  options: AuditOptions = {},
-): Promise<number> {
+export async function audit(dirs: string[], ctx: CommandContext, given: AuditOptions = {}): Promise<number> {
+  const options = withSettings(given);
   const targets = await resolveTargets(dirs, 'audit');
   if (targets.partitions.length === 0)
     throw new UsageError(noSegmentsMessage(dirs, targets.ignored), 'audit');
@@ -504,7 +490,7 @@ export async function audit(
     !options.includeActive && options.readiness?.requireRolled === false
       ? { quietMs: options.readiness.quietMs }
       : undefined;
-  const codec = options.codec ?? 'zstd';
+  const codec = options.codec;
   const tiering = await auditTiering(targets.partitions);
   if (options.json) {
     for (const a of audits) {

@@ -6,7 +6,7 @@ import {
   recompressRecordBatch,
 } from '@seglift/format';
 import { Upconverter } from '@seglift/legacy';
-import type { ConvertOptions } from '@seglift/segment';
+import { type ConversionSettings, keptAsIs } from '@seglift/segment';
 
 /**
  * What audit shows besides its estimate for the chosen codec: the same sample of the data a
@@ -63,10 +63,7 @@ export class CodecSample {
 }
 
 /** The settings a migrate rewrites with (the codec and level vary between the choices). */
-export type RewriteSettings = { codec: CodecName } & Pick<
-  ConvertOptions,
-  'level' | 'grouping' | 'coalesceBytes' | 'maxBatchBytes' | 'onlyIfSmaller' | 'maxDecompressedBatchBytes'
->;
+export type RewriteSettings = ConversionSettings;
 
 /** Rewrites the sample with the chosen settings and with each alternative codec and level. */
 export function compareCodecs(sample: CodecSample, chosen: RewriteSettings): CodecChoice[] {
@@ -110,7 +107,7 @@ function rewrittenSize(sample: CodecSample, s: RewriteSettings): number {
 /**
  * The bytes a migrate with `s` writes for the entries of one segment that it rewrites, fed in
  * order: legacy entries upconverted (consecutive ones share batches, as convert groups them),
- * v2 batches recompressed (with onlyIfSmaller, one that would grow kept as it is).
+ * v2 batches recompressed, or kept as they are where migrate keeps them (segment's keptAsIs).
  */
 export class RewrittenSize {
   bytes = 0;
@@ -120,7 +117,7 @@ export class RewrittenSize {
   constructor(private readonly s: RewriteSettings) {
     this.target = codecId(s.codec);
     this.up = new Upconverter({
-      grouping: s.grouping ?? 'coalesce',
+      grouping: s.grouping,
       codec: this.target,
       level: s.level,
       coalesceBytes: s.coalesceBytes,
@@ -139,7 +136,8 @@ export class RewrittenSize {
       level: this.s.level,
       maxDecompressedBytes: this.s.maxDecompressedBatchBytes,
     }).length;
-    this.bytes += this.s.onlyIfSmaller && n > entry.length ? entry.length : n;
+    // The rule migrate keeps a batch by (over maxBatchBytes, or grown with onlyIfSmaller).
+    this.bytes += keptAsIs(n, entry.length, this.s) === undefined ? n : entry.length;
   }
 
   /** The end of the segment: legacy records still pending are written. */

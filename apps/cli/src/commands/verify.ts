@@ -1,9 +1,10 @@
-import { type VerifyReport, verifySegment } from '@seglift/segment';
-import { flag, intOpt, parse, requirePositionals } from '../args.js';
+import { conversionSetting, type VerifyReport, verifySegment } from '@seglift/segment';
+import { flag, parse, requirePositionals } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
 import { EXIT_CODES_HELP, ExitCode, UsageError } from '../exit-codes.js';
 import { errorLine } from '../failures.js';
 import { toJsonLine } from '../io.js';
+import { settingArgOptions, settingFlagValue, settingsHelp } from '../settings.js';
 import { count } from '../table.js';
 import { noSegmentsMessage, resolveTargets } from '../targets.js';
 
@@ -17,7 +18,7 @@ index is reported but is not a failure (the broker rebuilds or creates it).
 Options:
   --shallow                  CRCs, sizes and offsets only, no record decoding
   --accept-truncated-tail    a partial entry at the end of the log is not a failure
-  --max-decompressed-bytes N limit per batch (decompression bomb guard; k/m/g allowed)
+${settingsHelp(['maxDecompressedBatchBytes'], 29)}
   --json                     one NDJSON report per segment
   -h, --help                 this text
 
@@ -39,7 +40,7 @@ export const verifyCommand: Command = {
     const p = parse('verify', argv, {
       shallow: { type: 'boolean' },
       'accept-truncated-tail': { type: 'boolean' },
-      'max-decompressed-bytes': { type: 'string' },
+      ...settingArgOptions(['maxDecompressedBatchBytes']),
       json: { type: 'boolean' },
     });
     const args = requirePositionals('verify', p, '<segment.log|dir>...');
@@ -49,7 +50,13 @@ export const verifyCommand: Command = {
     return verify(files, ctx, {
       shallow: flag(p, 'shallow'),
       acceptTruncatedTail: flag(p, 'accept-truncated-tail'),
-      maxDecompressedBytes: intOpt('verify', p, 'max-decompressed-bytes', { min: 1, sizes: true }),
+      // The one flag every program takes for it; verify's old --max-decompressed-bytes warns.
+      maxDecompressedBytes: settingFlagValue(
+        'verify',
+        p,
+        ctx,
+        conversionSetting('maxDecompressedBatchBytes'),
+      ) as number | undefined,
       json: flag(p, 'json'),
     });
   },

@@ -85,7 +85,7 @@ export async function upconvertAndCheck(
   { kafkajs = true, vectors }: { kafkajs?: boolean; vectors?: ExpectedRecord[] } = {},
 ): Promise<UpconvertResult> {
   const oversize: OversizeBatch[] = [];
-  const up = new Upconverter({ ...options, onOversizeBatch: (b) => oversize.push(b) });
+  const up = new Upconverter({ grouping: 'kafka', ...options, onOversizeBatch: (b) => oversize.push(b) });
   const batches: Uint8Array[] = [];
   const entryOfOffset = new Map<bigint, number>();
   const expected: ExpectedRecord[] = [];
