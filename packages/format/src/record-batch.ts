@@ -52,7 +52,8 @@ export const PRODUCER_EPOCH_OFFSET = 51;
 export const BASE_SEQUENCE_OFFSET = 53;
 export const RECORDS_COUNT_OFFSET = 57;
 
-const COMPRESSION_CODEC_MASK = 0x07;
+/** The codec bits of the attributes (DefaultRecordBatch's COMPRESSION_CODEC_MASK). */
+export const COMPRESSION_CODEC_MASK = 0x07;
 const TIMESTAMP_TYPE_MASK = 0x08;
 const TRANSACTIONAL_FLAG_MASK = 0x10;
 const CONTROL_FLAG_MASK = 0x20;

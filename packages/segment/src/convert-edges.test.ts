@@ -28,8 +28,7 @@ import {
 import { encodeLegacyEntry } from '@seglift/legacy';
 import { needs, root } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
-import { convertSegment, MAX_SEGMENT_BYTES, SegmentWriter } from './convert.js';
-import type { FsOp } from './fsops.js';
+import { convertSegment } from './convert.js';
 import { setMtimeNs } from './libc.js';
 import {
   INDEX_SUFFIX,
@@ -50,6 +49,8 @@ import {
 } from './test-support/fixtures.js';
 import { ls, recordFsOps, sha256 } from './test-support/helpers.js';
 import { independentRecords } from './test-support/independent.js';
+import type { FsOp } from './test-support/seams.js';
+import { MAX_SEGMENT_BYTES, SegmentWriter } from './writer.js';
 
 const BASE = '00000000000000000000';
 const { GZIP, ZSTD } = CompressionType;

@@ -103,38 +103,102 @@ export async function walkLogDirs(
   ) => void | Promise<void>,
   options: WalkOptions = {},
 ): Promise<WalkResult> {
-  const maxDepth = options.maxDepth ?? 4;
-  const parallelism = options.parallelism ?? 32;
-  const result: WalkResult = { roots: [], missingRoots: [], ignored: [] };
-  const pending: Array<{ dir: string; real: string; depth: number; logDir: string; linked: boolean }> = [];
-  const seen = new Set<string>();
-  // Every log dir each directory was reached from (by real path), links first; the partitions.
-  const via = new Map<string, string[]>();
-  const partitions: Array<{ dir: string; real: string; names: string[] }> = [];
-  for (const root of roots) {
-    const real = await realpath(root).catch(() => undefined);
-    const resolved = options.realPaths ? real : real === undefined ? undefined : path.resolve(root);
-    if (resolved === undefined || real === undefined) result.missingRoots.push(root);
-    else if (!result.roots.includes(resolved)) {
-      result.roots.push(resolved);
-      // A root that is a partition dir (maybe a link) lies in the directory of its name as given.
-      const parent = path.dirname(path.resolve(root));
-      const logDir = options.realPaths ? await realpath(parent).catch(() => parent) : parent;
-      pending.push({ dir: resolved, real, depth: 0, logDir, linked: true });
+  const walk = new LogDirWalk(options);
+  await walk.addRoots(roots);
+  await walk.run();
+  return walk.report(onPartition);
+}
+
+/** A directory to read: as walked, by real path, how deep, and which log dir holds its entry. */
+interface PendingDir {
+  dir: string;
+  real: string;
+  depth: number;
+  logDir: string;
+  /** Reached through a symlink (or a root): its log dir is listed first. */
+  linked: boolean;
+}
+
+/** One walk of `walkLogDirs`: a pool of readers over a growing list of directories. */
+class LogDirWalk {
+  readonly result: WalkResult = { roots: [], missingRoots: [], ignored: [] };
+  private readonly maxDepth: number;
+  private readonly parallelism: number;
+  private readonly pending: PendingDir[] = [];
+  private readonly seen = new Set<string>();
+  /** Every log dir each directory was reached from (by real path), links first. */
+  private readonly via = new Map<string, string[]>();
+  private readonly partitions: Array<{ dir: string; real: string; names: string[] }> = [];
+
+  constructor(private readonly options: WalkOptions) {
+    this.maxDepth = options.maxDepth ?? 4;
+    this.parallelism = options.parallelism ?? 32;
+  }
+
+  async addRoots(roots: readonly string[]): Promise<void> {
+    const { options, result } = this;
+    for (const root of roots) {
+      const real = await realpath(root).catch(() => undefined);
+      const resolved = options.realPaths ? real : real === undefined ? undefined : path.resolve(root);
+      if (resolved === undefined || real === undefined) result.missingRoots.push(root);
+      else if (!result.roots.includes(resolved)) {
+        result.roots.push(resolved);
+        // A root that is a partition dir (maybe a link) lies in the directory of its name as given.
+        const parent = path.dirname(path.resolve(root));
+        const logDir = options.realPaths ? await realpath(parent).catch(() => parent) : parent;
+        this.pending.push({ dir: resolved, real, depth: 0, logDir, linked: true });
+      }
     }
   }
-  const visit = async (
-    dir: string,
-    real: string,
-    depth: number,
-    logDir: string,
-    linked: boolean,
-  ): Promise<void> => {
-    const from = via.get(real) ?? [];
+
+  /** Reads `parallelism` directories at a time until none is left. */
+  run(): Promise<void> {
+    let active = 0;
+    return new Promise<void>((resolve, reject) => {
+      const pump = (): void => {
+        if (this.pending.length === 0 && active === 0) {
+          resolve();
+          return;
+        }
+        while (active < this.parallelism && this.pending.length > 0) {
+          active++;
+          this.visit(this.pending.pop()!).then(() => {
+            active--;
+            pump();
+          }, reject);
+        }
+      };
+      pump();
+    });
+  }
+
+  /** The partitions found, each with every log dir it was found in; the result. */
+  async report(
+    onPartition: (
+      dir: string,
+      names: string[],
+      logDir: string,
+      logDirs: readonly string[],
+    ) => void | Promise<void>,
+  ): Promise<WalkResult> {
+    const { partitions, parallelism } = this;
+    for (let i = 0; i < partitions.length; i += parallelism)
+      await Promise.all(
+        partitions.slice(i, i + parallelism).map(async ({ dir, real, names }) => {
+          const logDirs = this.via.get(real)!;
+          await onPartition(dir, names, logDirs[0], logDirs);
+        }),
+      );
+    this.result.ignored.sort((a, b) => a.dir.localeCompare(b.dir));
+    return this.result;
+  }
+
+  private async visit({ dir, real, depth, logDir, linked }: PendingDir): Promise<void> {
+    const from = this.via.get(real) ?? [];
     if (!from.includes(logDir)) linked ? from.unshift(logDir) : from.push(logDir);
-    via.set(real, from);
-    if (seen.has(real)) return;
-    seen.add(real);
+    this.via.set(real, from);
+    if (this.seen.has(real)) return;
+    this.seen.add(real);
     let entries: Dirent[];
     try {
       entries = await readdir(dir, { withFileTypes: true });
@@ -143,68 +207,43 @@ export async function walkLogDirs(
       if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES') return;
       throw err;
     }
+    const { ignored } = this.result;
     if (entries.some((e) => e.name === BACKUP_DIR_MARKER)) {
-      result.ignored.push({ dir, reason: 'a seglift backup directory' });
+      ignored.push({ dir, reason: 'a seglift backup directory' });
       return;
     }
     if (entries.some((e) => e.name === STAGE_DIR_MARKER)) {
-      result.ignored.push({ dir, reason: 'a seglift stage directory' });
+      ignored.push({ dir, reason: 'a seglift stage directory' });
       return;
     }
-    const names = entries.map((e) => e.name);
     // Any segment name counts, a symlink or FIFO too: listSegments lists it and it is refused by
     // name, never a partition skipped in silence.
     if (entries.some((e) => !e.isDirectory() && parseSegmentName(e.name) !== undefined)) {
       const why = notAPartitionLog(path.basename(dir));
-      if (why) result.ignored.push({ dir, reason: why });
-      else partitions.push({ dir, real, names });
+      if (why) ignored.push({ dir, reason: why });
+      else this.partitions.push({ dir, real, names: entries.map((e) => e.name) });
       return;
     }
-    if (depth >= maxDepth) return;
-    for (const e of entries) {
-      if (e.name.startsWith('.')) continue;
-      let child = path.join(dir, e.name);
-      let childReal = path.join(real, e.name);
-      const linked = e.isSymbolicLink();
-      if (linked) {
-        const target = await realpath(child).catch(() => undefined); // dangling: nothing to load
-        if (target === undefined || !(await stat(target).catch(() => undefined))?.isDirectory()) continue;
-        child = target;
-        childReal = target;
-      } else if (!e.isDirectory()) continue;
-      // Kafka's own directories are named, never read: an operator sees what was passed over.
-      if (isKafkaInternalDir(e.name)) result.ignored.push({ dir: child, reason: notAPartitionLog(e.name)! });
-      else pending.push({ dir: child, real: childReal, depth: depth + 1, logDir: dir, linked });
-    }
-  };
-  // A pool of `parallelism` readers over a growing list of directories.
-  let active = 0;
-  await new Promise<void>((resolve, reject) => {
-    const pump = (): void => {
-      if (pending.length === 0 && active === 0) {
-        resolve();
-        return;
-      }
-      while (active < parallelism && pending.length > 0) {
-        const { dir, real, depth, logDir, linked } = pending.pop()!;
-        active++;
-        visit(dir, real, depth, logDir, linked).then(() => {
-          active--;
-          pump();
-        }, reject);
-      }
-    };
-    pump();
-  });
-  for (let i = 0; i < partitions.length; i += parallelism)
-    await Promise.all(
-      partitions.slice(i, i + parallelism).map(async ({ dir, real, names }) => {
-        const logDirs = via.get(real)!;
-        await onPartition(dir, names, logDirs[0], logDirs);
-      }),
-    );
-  result.ignored.sort((a, b) => a.dir.localeCompare(b.dir));
-  return result;
+    if (depth < this.maxDepth) for (const e of entries) await this.child(dir, real, depth, e);
+  }
+
+  /** A subdirectory (or a symlink to one) to read next, or Kafka's own, reported. */
+  private async child(dir: string, real: string, depth: number, e: Dirent): Promise<void> {
+    if (e.name.startsWith('.')) return;
+    let child = path.join(dir, e.name);
+    let childReal = path.join(real, e.name);
+    const linked = e.isSymbolicLink();
+    if (linked) {
+      const target = await realpath(child).catch(() => undefined); // dangling: nothing to load
+      if (target === undefined || !(await stat(target).catch(() => undefined))?.isDirectory()) return;
+      child = target;
+      childReal = target;
+    } else if (!e.isDirectory()) return;
+    // Kafka's own directories are named, never read: an operator sees what was passed over.
+    if (isKafkaInternalDir(e.name))
+      this.result.ignored.push({ dir: child, reason: notAPartitionLog(e.name)! });
+    else this.pending.push({ dir: child, real: childReal, depth: depth + 1, logDir: dir, linked });
+  }
 }
 
 export interface PartitionDirs {

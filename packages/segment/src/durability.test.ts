@@ -9,10 +9,10 @@ import { chmod, readdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
-import type { FsOp } from './fsops.js';
 import { stepOf } from './test-support/crash.js';
 import { mixedSegment, tmpDir, writeSegmentWithIndexes } from './test-support/fixtures.js';
 import { recordFsOps } from './test-support/helpers.js';
+import type { FsOp } from './test-support/seams.js';
 
 const BASE = '00000000000000000000';
 

@@ -1,6 +1,8 @@
 /**
  * @seglift/segment: the file side of seglift. Streaming .log reader, convert -> verify -> swap,
  * index rebuild and checks, crash recovery of our own leftovers, discovery, reports, migrate pool.
+ * Exported: what the programs (apps/), config and the benches use. Test seams (fsops' crash and
+ * observers, convert's testHooks) are in src/test-support/seams.ts, never built.
  */
 
 export {
@@ -11,96 +13,35 @@ export {
   conversionSetting,
   conversionSettingsOf,
 } from './conversion-settings.js';
+export { type ConvertOptions, convertSegment } from './convert.js';
 export {
-  type ConvertOptions,
-  type ConvertTestHooks,
-  convertSegment,
-  DEFAULT_SEGMENT_INDEX_BYTES,
-} from './convert.js';
-export { type BatchSummary, describeSegment } from './describe.js';
-export {
-  type Discovery,
-  findPartitionDirs,
   findPartitionSegments,
   type IgnoredDir,
-  isActiveSegment,
   listSegments,
-  type PartitionDirs,
-  type PartitionSegments,
-  type SegmentFile,
-  type WalkOptions,
-  type WalkResult,
   walkLogDirs,
 } from './discovery.js';
-export { codecLabel, type EntryInfo, formatKey, inspectEntry, keptAsIs, needsRewrite } from './entry.js';
-export {
-  KafkaLeftoversError,
-  LockedError,
-  LogDirLockedError,
-  LogDirUnknownError,
-  LostLockError,
-  NotASegmentError,
-  OwnershipError,
-  PathOutsideRootsError,
-  SegmentChangedError,
-  SegmentIoError,
-  StageDirError,
-  toSegmentError,
-  VerifyMismatchError,
-} from './errors.js';
-export { crashFsOps, type FsOp, type FsOpKind, observeFsOps, SimulatedCrash } from './fsops.js';
-export {
-  kafkaLeftovers,
-  type LeftoverReport,
-  type RecoverLeftoversOptions,
-  recoverLeftovers,
-} from './leftovers.js';
-export {
-  acquirePartitionLock,
-  acquireSegmentLock,
-  type FileLock,
-  lockPathFor,
-  partitionLockPath,
-} from './lock.js';
+export { codecLabel, formatKey, inspectEntry, keptAsIs, needsRewrite } from './entry.js';
+export { LogDirLockedError, SegmentChangedError } from './errors.js';
+export { kafkaLeftovers } from './leftovers.js';
 export {
   acquireLogDirLock,
   assertLogDirHolds,
   holdLogDirLock,
   holdLogDirLocks,
-  type LogDirLock,
   logDirLockHolder,
-  logDirLockPath,
   logDirOfSegment,
 } from './logdir-lock.js';
-export { type MigrateOptions, type MigrateProgress, type MigrateResult, migrate } from './migrate.js';
+export { type MigrateOptions, type MigrateResult, migrate } from './migrate.js';
 export {
-  BACKUP_DIR_MARKER,
-  formatBaseOffset,
   isKafkaInternalDir,
-  METADATA_TOPIC,
-  notAPartitionLog,
   parsePartitionDirName,
   parseSegmentName,
   SEGMENT_NAME_RE,
   SegmentFiles,
-  STAGE_DIR_MARKER,
-  STAGE_RECORD_SUFFIX,
 } from './names.js';
 export { PIPELINE_NODE } from './node-flags.js';
-export {
-  ConversionPool,
-  type ConversionPoolOptions,
-  conversionThreadPath,
-  PIPELINE_THREAD_RESOURCE_LIMITS,
-} from './pool.js';
-export {
-  DEFAULT_CHUNK_SIZE,
-  DEFAULT_MAX_ENTRY_BYTES,
-  type ReadSegmentOptions,
-  readSegmentEntries,
-  type SegmentEntry,
-  type TruncatedTail,
-} from './reader.js';
+export { ConversionPool } from './pool.js';
+export { readSegmentEntries, type SegmentEntry } from './reader.js';
 export {
   evaluatePartition,
   findReadySegments,
@@ -120,52 +61,22 @@ export {
   emptyReport,
   formatReportTable,
   type RunSummary,
-  reportsToJSON,
   type SegmentReport,
-  type SegmentResult,
   summarize,
 } from './report.js';
 export { isInside, realPathWithinRoots, resolveWithinRoots } from './roots.js';
-export {
-  assertSingleLink,
-  markedDirAbove,
-  requireSegment,
-  type SegmentOnDisk,
-  type SegmentUse,
-  statRegularFile,
-  statSegmentLog,
-} from './segment-file.js';
+export { statRegularFile } from './segment-file.js';
 export {
   openStageDir,
   readStageRecord,
-  SOURCE_SAMPLE_BYTES,
-  type SourceIdentity,
   type StageDir,
-  type StageRecord,
   sameIdentity,
   sourceIdentity,
   stageable,
   stageOptionsKey,
   stagePartitionDir,
 } from './stage.js';
-export { type TargetFormatOptions, type TargetFormatVerdict, targetFormatOf } from './target-format.js';
-export {
-  type EpochEntry,
-  formatLeaderEpochCheckpoint,
-  LEADER_EPOCH_CHECKPOINT,
-  type PartitionTieringResult,
-  type PrepareTieringOptions,
-  parseLeaderEpochCheckpoint,
-  prepareTiering,
-  snapshotsAtSegmentEnds,
-  type TieringState,
-  tieringState,
-} from './tiering.js';
-export {
-  commitStage,
-  prepareStage,
-  type StageCounts,
-  type TwoPhaseOptions,
-  type TwoPhaseResult,
-} from './two-phase.js';
-export { type VerifyProblem, type VerifyReport, type VerifySegmentOptions, verifySegment } from './verify.js';
+export { targetFormatOf } from './target-format.js';
+export { type PartitionTieringResult, prepareTiering, tieringState } from './tiering.js';
+export { commitStage, prepareStage, type StageCounts } from './two-phase.js';
+export { type VerifyReport, verifySegment } from './verify.js';

@@ -8,7 +8,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
-import { type FsOp, observeFsOps } from './fsops.js';
 import { recoverLeftovers } from './leftovers.js';
 import { setMtimeNs } from './libc.js';
 import { acquireSegmentLock, lockPathFor } from './lock.js';
@@ -16,6 +15,7 @@ import { crashAfterOp, killLocks, stepOf } from './test-support/crash.js';
 import { partition } from './test-support/crash-partition.js';
 import { mixedSegment, tmpDir, writeSegmentWithIndexes } from './test-support/fixtures.js';
 import { ls, mtime, recordFsOps, sha256 } from './test-support/helpers.js';
+import { type FsOp, observeFsOps } from './test-support/seams.js';
 
 const OLD = new Date('2018-01-02T03:04:05.000Z');
 /** With a sub-millisecond part: recovery re-applies the mtime to the nanosecond. */

@@ -10,7 +10,6 @@ import { readdir, readFile, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LockedError } from './errors.js';
-import { type FsOp, observeFsOps } from './fsops.js';
 import {
   acquirePartitionLock,
   acquireSegmentLock,
@@ -19,6 +18,7 @@ import {
   lockPathFor,
 } from './lock.js';
 import { foreignLock, lockableSegment } from './test-support/lock-fixtures.js';
+import { type FsOp, observeFsOps } from './test-support/seams.js';
 
 const hook = vi.hoisted(() => ({
   /** Called before each readFile / stat / link (may throw the call's error, or change files). */

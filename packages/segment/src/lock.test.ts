@@ -4,7 +4,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { LockedError, SegmentIoError } from './errors.js';
-import { observeFsOps } from './fsops.js';
 import {
   acquireFileLock,
   acquirePartitionLock,
@@ -19,6 +18,7 @@ import {
   startHeartbeat,
 } from './lock.js';
 import { foreignLock, lockableSegment } from './test-support/lock-fixtures.js';
+import { observeFsOps } from './test-support/seams.js';
 
 const segment = () => lockableSegment('seglift-lock-');
 const foreign = foreignLock;

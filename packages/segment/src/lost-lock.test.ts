@@ -9,13 +9,13 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from './convert.js';
-import { type FsOp, observeFsOps } from './fsops.js';
 import { lockPathFor, partitionLockPath } from './lock.js';
 import { SegmentFiles } from './names.js';
 import { mixedSegment, tmpDir, writeSegment } from './test-support/fixtures.js';
 import { ls, sha256 } from './test-support/helpers.js';
 import { independentRecords } from './test-support/independent.js';
 import { foreignLock } from './test-support/lock-fixtures.js';
+import { type FsOp, observeFsOps } from './test-support/seams.js';
 
 async function segment() {
   const seg = mixedSegment(0n, 11);

@@ -19,7 +19,7 @@ export interface MigrateProgress {
 }
 
 export interface MigrateOptions
-  extends Omit<ConvertOptions, 'outDir' | 'inPlace' | 'onProgress' | 'testHooks' | 'beforeSwap'> {
+  extends Omit<ConvertOptions, 'outDir' | 'inPlace' | 'onProgress' | 'beforeSwap'> {
   /** Also convert each partition's active (highest base offset) segment. Default false. */
   includeActive?: boolean;
   /**
@@ -168,17 +168,8 @@ export async function runConversions(
   options: MigrateOptions,
 ): Promise<{ results: SegmentReport[]; mode: 'threads' | 'inline'; interrupted: boolean }> {
   const { todo } = plan;
-  const {
-    includeActive: _a,
-    readiness: _r,
-    concurrency: _c,
-    mode: _m,
-    onProgress: _p,
-    onSegment: _s,
-    roots: _roots,
-    signal,
-    ...convert
-  } = options;
+  const { signal } = options;
+  const convert = conversionOptions(options);
   const tracker = new ProgressTracker(todo, options.onProgress);
   const results: SegmentReport[] = new Array(todo.length);
   const runOne = async (i: number, run: (o: ConvertOptions) => Promise<SegmentReport>) => {
@@ -188,14 +179,8 @@ export async function runConversions(
       signal,
       onProgress: (d) => tracker.running(i, d),
     } as ConvertOptions);
-    if (r.aborted) {
-      // Stopped mid-conversion: its temp files are gone and the original was never touched. So
-      // labelled before anyone hears of it (the NDJSON line, the bar), never 'failed'.
-      r.result = 'rolled-back';
-      r.reason = 'interrupted mid-conversion: its output removed, the original left as it was';
-      r.bytesOut = 0;
-      delete r.error;
-    }
+    // Labelled before anyone hears of it (the NDJSON line, the bar).
+    if (r.aborted) rolledBack(r);
     results[i] = r;
     tracker.finished(i, todo[i].size);
     options.onSegment?.(r);
@@ -204,21 +189,10 @@ export async function runConversions(
   const main = plan.inMain ? all.filter((i) => plan.inMain!(i)) : [];
   const rest = plan.inMain ? all.filter((i) => !plan.inMain!(i)) : all;
   const concurrency = options.concurrency ?? os.availableParallelism();
-  // Lanes over a list of indexes: each takes the next one when it is done.
-  const lanes = async (order: number[], size: number, run: (i: number) => Promise<void>) => {
-    let next = 0;
-    const lane = async () => {
-      while (next < order.length && !signal?.aborted) await run(order[next++]);
-    };
-    await Promise.all(Array.from({ length: Math.max(1, Math.min(size, order.length)) }, lane));
-  };
+  const lanes = (order: number[], size: number, run: (i: number) => Promise<void>) =>
+    inLanes(order, size, run, signal);
   // The main thread's segments by partition: each lane takes a whole partition.
-  const groups = new Map<string, number[]>();
-  for (const i of main) {
-    const key = plan.partitionOf?.(i) ?? '';
-    groups.set(key, [...(groups.get(key) ?? []), i]);
-  }
-  const byPartition = [...groups.values()];
+  const byPartition = groupBy(main, (i) => plan.partitionOf?.(i) ?? '');
   const inMain = lanes(
     byPartition.map((_, g) => g),
     concurrency,
@@ -247,7 +221,57 @@ export async function runConversions(
     }
   })();
   await Promise.all([inMain, inPool]);
-  const interrupted = signal?.aborted === true;
+  reportUnfinished(todo, results);
+  return { results, mode, interrupted: signal?.aborted === true };
+}
+
+/** The run's options a conversion takes (all but migrate's own). */
+function conversionOptions(options: MigrateOptions): Omit<ConvertOptions, 'outDir' | 'inPlace'> {
+  const {
+    includeActive: _a,
+    readiness: _r,
+    concurrency: _c,
+    mode: _m,
+    onProgress: _p,
+    onSegment: _s,
+    roots: _roots,
+    signal: _signal,
+    ...convert
+  } = options;
+  return convert;
+}
+
+/** Lanes over a list of indexes: each takes the next one when it is done, until an abort. */
+async function inLanes(
+  order: number[],
+  size: number,
+  run: (i: number) => Promise<void>,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < order.length && !signal?.aborted) await run(order[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(size, order.length)) }, lane));
+}
+
+/** `items` grouped by key, groups in the order of their first item. */
+function groupBy(items: number[], key: (i: number) => string): number[][] {
+  const groups = new Map<string, number[]>();
+  for (const i of items) groups.set(key(i), [...(groups.get(key(i)) ?? []), i]);
+  return [...groups.values()];
+}
+
+/** Stopped mid-conversion: its temp files are gone and the original was never touched; never 'failed'. */
+function rolledBack(r: SegmentReport): void {
+  r.result = 'rolled-back';
+  r.reason = 'interrupted mid-conversion: its output removed, the original left as it was';
+  r.bytesOut = 0;
+  delete r.error;
+}
+
+/** Segments an abort kept from starting: 'not-started'. */
+function reportUnfinished(todo: SegmentFile[], results: SegmentReport[]): void {
   for (let i = 0; i < todo.length; i++) {
     const r = results[i];
     if (!r) {
@@ -258,7 +282,6 @@ export async function runConversions(
       results[i] = nr;
     }
   }
-  return { results, mode, interrupted };
 }
 
 /**

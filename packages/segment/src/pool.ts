@@ -26,7 +26,7 @@ import { emptyReport, type SegmentReport } from './report.js';
 export const PIPELINE_THREAD_RESOURCE_LIMITS = { maxYoungGenerationSizeMb: 24 } as const;
 
 /** What crosses to a thread: everything but the functions, which the protocol stands in for. */
-export type ThreadConvertOptions = Omit<ConvertOptions, 'signal' | 'onProgress' | 'beforeSwap' | 'testHooks'>;
+export type ThreadConvertOptions = Omit<ConvertOptions, 'signal' | 'onProgress' | 'beforeSwap'>;
 
 export type ToThread =
   | { type: 'convert'; id: number; logPath: string; options: ThreadConvertOptions; gated: boolean }
@@ -98,7 +98,7 @@ export class ConversionPool {
    * (a thread that dies fails only the segment it held, with the reason, and is replaced).
    */
   async convert(logPath: string, options: ConvertOptions): Promise<SegmentReport> {
-    const { signal, onProgress: _p, beforeSwap, testHooks: _t, ...plain } = options;
+    const { signal, onProgress: _p, beforeSwap, ...plain } = options;
     const id = this.nextId++;
     let settle: (r: SegmentReport) => void = () => {};
     const running: Running = { id, logPath, options, resolve: (r) => settle(r) };

@@ -3,7 +3,9 @@ import { type FileHandle, open } from 'node:fs/promises';
 import {
   CorruptRecordError,
   HEADER_SIZE_UP_TO_MAGIC,
+  LENGTH_OFFSET,
   LOG_OVERHEAD,
+  MAGIC_OFFSET,
   RECORD_BATCH_OVERHEAD,
   TruncatedDataError,
   UnsupportedFormatError,
@@ -81,7 +83,8 @@ export interface EntryChunk {
 
 /** Size of the entry at `p` of a chunk (12 + its size field), as the reader checked it. */
 export function entrySizeAt(bytes: Uint8Array, p: number): number {
-  return ((bytes[p + 8] << 24) | (bytes[p + 9] << 16) | (bytes[p + 10] << 8) | bytes[p + 11]) + LOG_OVERHEAD;
+  const q = p + LENGTH_OFFSET;
+  return ((bytes[q] << 24) | (bytes[q + 1] << 16) | (bytes[q + 2] << 8) | bytes[q + 3]) + LOG_OVERHEAD;
 }
 
 /**
@@ -99,7 +102,12 @@ export async function* readSegmentEntries(
     const b = c.bytes;
     for (let p = c.start; p < c.end; ) {
       const size = entrySizeAt(b, p);
-      yield { position: c.position + (p - c.start), size, magic: b[p + 16], bytes: b.subarray(p, p + size) };
+      yield {
+        position: c.position + (p - c.start),
+        size,
+        magic: b[p + MAGIC_OFFSET],
+        bytes: b.subarray(p, p + size),
+      };
       p += size;
     }
   }
@@ -145,11 +153,8 @@ export async function* readSegmentChunks(
       chunkFrom = w.pos;
       return c;
     };
-    const truncated = (remaining: number, detail: string, offset?: bigint): void => {
-      if (!options.acceptTruncatedTail)
-        throw new TruncatedDataError(detail, { file, position: w.pos, offset });
-      options.onTruncatedTail?.({ position: w.pos, bytes: remaining, offset });
-    };
+    const truncated = (remaining: number, detail: string, offset?: bigint): void =>
+      truncatedTail(options, { file, position: w.pos }, remaining, detail, offset);
 
     while (w.pos < fileSize) {
       options.signal?.throwIfAborted();
@@ -157,11 +162,7 @@ export async function* readSegmentChunks(
       if (remaining < HEADER_SIZE_UP_TO_MAGIC) {
         const c = pending();
         if (c) yield c;
-        let offset: bigint | undefined;
-        if (remaining >= 8) {
-          if (!w.holds(8)) await w.fill(8);
-          offset = w.buf.readBigInt64BE(w.pos - w.bufStart);
-        }
+        const offset = await partialEntryOffset(w, remaining);
         truncated(remaining, `partial entry at the end of the file: ${remaining} bytes`, offset);
         return;
       }
@@ -173,8 +174,9 @@ export async function* readSegmentChunks(
       }
       const o = w.pos - w.bufStart;
       const buf = w.buf;
-      const sizeField = (buf[o + 8] << 24) | (buf[o + 9] << 16) | (buf[o + 10] << 8) | buf[o + 11];
-      const magic = buf[o + 16];
+      const q = o + LENGTH_OFFSET;
+      const sizeField = (buf[q] << 24) | (buf[q + 1] << 16) | (buf[q + 2] << 8) | buf[q + 3];
+      const magic = buf[o + MAGIC_OFFSET];
       if (
         sizeField < MIN_SIZE_FIELD ||
         magic > 2 ||
@@ -211,6 +213,25 @@ export async function* readSegmentChunks(
   }
 }
 
+/** A partial entry at the end: TruncatedDataError, or with acceptTruncatedTail reported and dropped. */
+function truncatedTail(
+  options: ReadSegmentOptions,
+  at: { file: string; position: number },
+  remaining: number,
+  detail: string,
+  offset: bigint | undefined,
+): void {
+  if (!options.acceptTruncatedTail) throw new TruncatedDataError(detail, { ...at, offset });
+  options.onTruncatedTail?.({ position: at.position, bytes: remaining, offset });
+}
+
+/** The offset field of the partial entry at the window's position, when 8 bytes of it are there. */
+async function partialEntryOffset(w: ReadWindow, remaining: number): Promise<bigint | undefined> {
+  if (remaining < 8) return undefined;
+  if (!w.holds(8)) await w.fill(8);
+  return w.buf.readBigInt64BE(w.pos - w.bufStart);
+}
+
 /** The error for an entry whose size field or magic fails the framing checks (see above). */
 function framingError(
   buf: Buffer,
@@ -220,7 +241,7 @@ function framingError(
   at: { file: string; position: number },
 ): Error {
   const ctx = { ...at, offset: buf.readBigInt64BE(o) };
-  const magic = buf.readInt8(o + 16);
+  const magic = buf.readInt8(o + MAGIC_OFFSET);
   if (sizeField < MIN_SIZE_FIELD) {
     return new CorruptRecordError(
       `entry size ${sizeField} is smaller than the minimum ${MIN_SIZE_FIELD}`,

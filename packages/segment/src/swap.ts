@@ -222,9 +222,38 @@ export async function rollForward(
     await renameFile(from, to);
   };
   await stillOwned();
-  // One of our temp or swap files with another size than verified: something wrote to it since.
-  // Guessing could serve a damaged segment; everything stays as it is for an operator. (Under
-  // its final name it is the broker's to append to: a broker started since owns it.)
+  await assertSizesAsVerified(seg, marker);
+  const state = await newLogState(seg, marker);
+  if (state === 'gone') {
+    // Our log is nowhere: a broker completed the swap and rewrote the segment since, or someone
+    // moved files. Only our own leftovers go; a .swap file of anybody else stays and is reported.
+    return abandon(seg, marker);
+  }
+  if (state === 'tmp' && (await fromTempNames(seg, marker, rename, stillOwned)) === 'abandoned')
+    return 'abandoned';
+  if (state === 'tmp' || state === 'swap') {
+    // 6. offset index (missing only if someone removed it: then the broker rebuilds it)
+    if (sameFile(await identityOf(seg.tmp(INDEX_SUFFIX)), marker.rewritten[INDEX_SUFFIX])) {
+      await rename(seg.tmp(INDEX_SUFFIX), seg.swap(INDEX_SUFFIX));
+      await fsyncDir(seg.dir);
+    }
+    // 7. the log in place: from here no .log.swap, nothing deleted by a broker's completion.
+    await rename(seg.swap(LOG_SUFFIX), seg.log);
+    await fsyncDir(seg.dir);
+  }
+  await renameTheRest(seg, marker, rename);
+  await restoreMtime(seg, marker);
+  await removeIfExists(seg.marker);
+  await fsyncDir(seg.dir);
+  return 'completed';
+}
+
+/**
+ * One of our temp or swap files with another size than verified: something wrote to it since.
+ * Guessing could serve a damaged segment; everything stays as it is for an operator. (Under its
+ * final name it is the broker's to append to: a broker started since owns it.)
+ */
+async function assertSizesAsVerified(seg: SegmentFiles, marker: SwapMarker): Promise<void> {
   for (const suffix of REWRITTEN) {
     const ours = marker.rewritten[suffix];
     for (const f of [seg.tmp(suffix), seg.swap(suffix)]) {
@@ -237,59 +266,61 @@ export async function rollForward(
       }
     }
   }
-  const state = await newLogState(seg, marker);
-  if (state === 'gone') {
-    // Our log is nowhere: a broker completed the swap and rewrote the segment since, or someone
-    // moved files. Only our own leftovers go; a .swap file of anybody else stays and is reported.
+}
+
+/**
+ * Steps 2-5, the new log still under its temp name: abandoned instead when the original changed
+ * meanwhile, a verified index went missing, or a `.swap` copy under our name is not ours.
+ */
+async function fromTempNames(
+  seg: SegmentFiles,
+  marker: SwapMarker,
+  rename: (from: string, to: string) => Promise<void>,
+  stillOwned: StillOwned,
+): Promise<'abandoned' | undefined> {
+  const indexesIntact =
+    sameFile(await identityOf(seg.tmp(INDEX_SUFFIX)), marker.rewritten[INDEX_SUFFIX]) &&
+    (sameFile(await identityOf(seg.tmp(TIMEINDEX_SUFFIX)), marker.rewritten[TIMEINDEX_SUFFIX]) ||
+      sameFile(await identityOf(seg.swap(TIMEINDEX_SUFFIX)), marker.rewritten[TIMEINDEX_SUFFIX]));
+  // A .swap under one of our names that is not our copy: somebody else's (a broker started
+  // since and its cleaner left it). Never overwritten; the swap is given up.
+  let foreignCopy = false;
+  for (const suffix of marker.extras) {
+    const copy = seg.swap(suffix);
+    if ((await exists(copy)) && !(await sameContent(copy, seg.file(suffix)))) foreignCopy = true;
+  }
+  if (!indexesIntact || foreignCopy || !sameFile(await identityOf(seg.log), marker.source))
     return abandon(seg, marker);
+  // 2. copies of the files we keep (a partial copy from the crash is redone).
+  for (const suffix of marker.extras) {
+    await removeIfExists(seg.tmp(suffix));
+    if (await exists(seg.swap(suffix))) continue;
+    const owner = await ownershipOf(seg.file(suffix));
+    await copyFileSynced(seg.file(suffix), seg.tmp(suffix), owner.mode, {
+      finish: (f) => applyOwnership(f, owner),
+    });
+    await rename(seg.tmp(suffix), seg.swap(suffix));
   }
-  if (state === 'tmp') {
-    const indexesIntact =
-      sameFile(await identityOf(seg.tmp(INDEX_SUFFIX)), marker.rewritten[INDEX_SUFFIX]) &&
-      (sameFile(await identityOf(seg.tmp(TIMEINDEX_SUFFIX)), marker.rewritten[TIMEINDEX_SUFFIX]) ||
-        sameFile(await identityOf(seg.swap(TIMEINDEX_SUFFIX)), marker.rewritten[TIMEINDEX_SUFFIX]));
-    // A .swap under one of our names that is not our copy: somebody else's (a broker started
-    // since and its cleaner left it). Never overwritten; the swap is given up.
-    let foreignCopy = false;
-    for (const suffix of marker.extras) {
-      const copy = seg.swap(suffix);
-      if ((await exists(copy)) && !(await sameContent(copy, seg.file(suffix)))) foreignCopy = true;
-    }
-    if (!indexesIntact || foreignCopy || !sameFile(await identityOf(seg.log), marker.source))
-      return abandon(seg, marker);
-    // 2. copies of the files we keep (a partial copy from the crash is redone).
-    for (const suffix of marker.extras) {
-      await removeIfExists(seg.tmp(suffix));
-      if (await exists(seg.swap(suffix))) continue;
-      const owner = await ownershipOf(seg.file(suffix));
-      await copyFileSynced(seg.file(suffix), seg.tmp(suffix), owner.mode, {
-        finish: (f) => applyOwnership(f, owner),
-      });
-      await rename(seg.tmp(suffix), seg.swap(suffix));
-    }
-    await fsyncDir(seg.dir);
-    // 3. the old offset index
-    await stillOwned();
-    if (await removeIfExists(seg.index)) await fsyncDir(seg.dir);
-    // 4. time index
-    if (await exists(seg.tmp(TIMEINDEX_SUFFIX))) {
-      await rename(seg.tmp(TIMEINDEX_SUFFIX), seg.swap(TIMEINDEX_SUFFIX));
-      await fsyncDir(seg.dir);
-    }
-    // 5. log
-    await rename(seg.tmp(LOG_SUFFIX), seg.swap(LOG_SUFFIX));
+  await fsyncDir(seg.dir);
+  // 3. the old offset index
+  await stillOwned();
+  if (await removeIfExists(seg.index)) await fsyncDir(seg.dir);
+  // 4. time index
+  if (await exists(seg.tmp(TIMEINDEX_SUFFIX))) {
+    await rename(seg.tmp(TIMEINDEX_SUFFIX), seg.swap(TIMEINDEX_SUFFIX));
     await fsyncDir(seg.dir);
   }
-  if (state === 'tmp' || state === 'swap') {
-    // 6. offset index (missing only if someone removed it: then the broker rebuilds it)
-    if (sameFile(await identityOf(seg.tmp(INDEX_SUFFIX)), marker.rewritten[INDEX_SUFFIX])) {
-      await rename(seg.tmp(INDEX_SUFFIX), seg.swap(INDEX_SUFFIX));
-      await fsyncDir(seg.dir);
-    }
-    // 7. the log in place: from here no .log.swap, nothing deleted by a broker's completion.
-    await rename(seg.swap(LOG_SUFFIX), seg.log);
-    await fsyncDir(seg.dir);
-  }
+  // 5. log
+  await rename(seg.tmp(LOG_SUFFIX), seg.swap(LOG_SUFFIX));
+  await fsyncDir(seg.dir);
+  return undefined;
+}
+
+async function renameTheRest(
+  seg: SegmentFiles,
+  marker: SwapMarker,
+  rename: (from: string, to: string) => Promise<void>,
+): Promise<void> {
   // 8. the rest, time index before offset index, then the copies; only files provably ours.
   const owned = new Set(await ownedLeftovers(seg, marker));
   for (const suffix of [TIMEINDEX_SUFFIX, INDEX_SUFFIX, ...marker.extras]) {
@@ -300,7 +331,10 @@ export async function rollForward(
     }
   }
   await fsyncDir(seg.dir);
-  // 9. the mtime (renames keep it; set again in case a crash came between) and the marker.
+}
+
+/** 9. the mtime (renames keep it; set again in case a crash came between); then the marker goes. */
+async function restoreMtime(seg: SegmentFiles, marker: SwapMarker): Promise<void> {
   const ns = /^\d+$/.test(marker.mtimeNs ?? '') ? BigInt(marker.mtimeNs!) : undefined;
   const t = new Date(marker.mtimeMs);
   for (const s of REWRITTEN) {
@@ -308,9 +342,6 @@ export async function rollForward(
     if (ns !== undefined) await setMtime(seg.file(s), ns);
     else await utimes(seg.file(s), t, t);
   }
-  await removeIfExists(seg.marker);
-  await fsyncDir(seg.dir);
-  return 'completed';
 }
 
 /** The marker of `seg`, or undefined when absent, unreadable or not ours. */

@@ -3,7 +3,8 @@
  * every entry as it is. The distributed path's last word (`seglift-watcher --once --wait`): a job
  * that succeeded, a done marker, a job id are all claims about a file; this reads the file.
  */
-import { type CodecName, codecId, recompressRecordBatch } from '@seglift/format';
+import type { CodecName } from '@seglift/format';
+import { recompressBatch, targetCodec } from './codec.js';
 import { codecLabel, inspectEntry, keptAsIs, needsRewrite } from './entry.js';
 import { readSegmentEntries } from './reader.js';
 
@@ -35,7 +36,8 @@ export async function targetFormatOf(
   logPath: string,
   options: TargetFormatOptions,
 ): Promise<TargetFormatVerdict> {
-  const codec = codecId(options.codec);
+  const target = targetCodec(options);
+  const codec = target.id;
   for await (const entry of readSegmentEntries(logPath, {
     maxEntryBytes: options.maxEntryBytes,
     signal: options.signal,
@@ -47,11 +49,7 @@ export async function targetFormatOf(
     if (info.magic < 2) {
       return { inTarget: false, position: entry.position, format, reason: `a magic ${info.magic} entry` };
     }
-    const out = recompressRecordBatch(entry.bytes, codec, {
-      level: options.level,
-      maxDecompressedBytes: options.maxDecompressedBatchBytes,
-      transient: true,
-    });
+    const out = recompressBatch(entry.bytes, target, { roundTrip: false, crcChecked: false });
     if (keptAsIs(out.length, entry.bytes.length, options) === undefined) {
       return {
         inTarget: false,

@@ -12,12 +12,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { StageDirError } from './errors.js';
-import { type FsOp, observeFsOps } from './fsops.js';
 import { isInside } from './roots.js';
 import { openStageDir, readStageRecord } from './stage.js';
 import { mixedSegment, tmpDir, v2Batch } from './test-support/fixtures.js';
 import { ls, sha256 } from './test-support/helpers.js';
 import { independentRecords, recoveryIndexes } from './test-support/independent.js';
+import { type FsOp, observeFsOps } from './test-support/seams.js';
 import { commitStage, prepareStage } from './two-phase.js';
 
 const prefix = (base: bigint) => base.toString().padStart(20, '0');

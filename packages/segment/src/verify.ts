@@ -1,10 +1,16 @@
 import { readFile } from 'node:fs/promises';
 import {
+  ATTRIBUTES_OFFSET,
+  COMPRESSION_CODEC_MASK,
+  CRC_OFFSET,
   crc32cRange,
   crc32Range,
+  LAST_OFFSET_DELTA_OFFSET,
   type LogicalRecord,
   logicalRecordsEqual,
   logicalRecordsOfBatch,
+  MAGIC_OFFSET,
+  MAX_TIMESTAMP_OFFSET,
   type RecordBatchHeader,
   SegmentIndexBuilder,
 } from '@seglift/format';
@@ -18,12 +24,12 @@ import type { RecompressedBatchProofs, UpconvertedRun, UpconvertedRunProofs } fr
 import {
   type EntryChunk,
   entrySizeAt,
-  type ReadSegmentOptions,
   readSegmentChunks,
   readSegmentEntries,
   type SegmentEntry,
 } from './reader.js';
 import { requireSegment } from './segment-file.js';
+import { LocalSegmentSource, type SegmentSource } from './source.js';
 
 /**
  * One shallow entry. `records` is decoded on first use: a source batch with a proof from convert
@@ -101,8 +107,9 @@ class EntryCursor {
   /** File position of bytes[0]. */
   private origin = 0;
 
-  constructor(file: string, opts: ReadSegmentOptions) {
-    this.it = readSegmentChunks(file, { ...opts, reuseBuffers: true });
+  /** `chunks` read with reuseBuffers: one chunk's bytes are needed only until the next. */
+  constructor(chunks: AsyncGenerator<EntryChunk, void, undefined>) {
+    this.it = chunks;
   }
 
   /** Whether an entry is at the cursor (false at the end of the file). */
@@ -131,7 +138,7 @@ class EntryCursor {
     return {
       position: this.origin + p,
       size,
-      magic: this.bytes[p + 16],
+      magic: this.bytes[p + MAGIC_OFFSET],
       bytes: this.bytes.subarray(p, p + size),
     };
   }
@@ -155,7 +162,8 @@ function headerDiff(a: RecordBatchHeader, b: RecordBatchHeader): string | null {
     'recordsCount',
   ] as const;
   for (const f of fields) if (a[f] !== b[f]) return f;
-  if ((a.attributes & ~0x07) !== (b.attributes & ~0x07)) return 'attributes';
+  if ((a.attributes & ~COMPRESSION_CODEC_MASK) !== (b.attributes & ~COMPRESSION_CODEC_MASK))
+    return 'attributes';
   return null;
 }
 
@@ -199,10 +207,11 @@ export interface VerifyRewriteOptions {
  * Every other source entry has its CRC checked and is decoded and compared record by record.
  */
 export async function verifyRewrite(
-  source: string,
+  source: SegmentSource | string,
   out: RewriteFiles,
   opts: VerifyRewriteOptions,
 ): Promise<void> {
+  if (typeof source === 'string') source = new LocalSegmentSource(source, opts.baseOffset);
   const indexBytes = await readFile(out.index);
   const timeIndexBytes = await readFile(out.timeindex);
   const checker = new IndexChecker(out.index, indexBytes, out.timeindex, timeIndexBytes, opts.baseOffset);
@@ -264,8 +273,10 @@ class Lockstep {
   private outRecords: LogicalRecord[] = [];
   private nextRecord = 0;
 
+  private readonly source: string;
+
   constructor(
-    private readonly source: string,
+    source: SegmentSource,
     private readonly outLog: string,
     private readonly opts: VerifyRewriteOptions,
     private readonly onOutputBatch: (
@@ -275,9 +286,10 @@ class Lockstep {
       maxTimestamp: bigint,
     ) => void,
   ) {
-    const common = { maxEntryBytes: opts.maxEntryBytes, signal: opts.signal };
-    this.src = new EntryCursor(source, { ...common, acceptTruncatedTail: opts.acceptTruncatedTail });
-    this.dst = new EntryCursor(outLog, common);
+    this.source = source.name;
+    const common = { maxEntryBytes: opts.maxEntryBytes, signal: opts.signal, reuseBuffers: true };
+    this.src = new EntryCursor(source.chunks({ ...common, acceptTruncatedTail: opts.acceptTruncatedTail }));
+    this.dst = new EntryCursor(readSegmentChunks(outLog, common));
     const proofs = opts.proofs;
     this.srcOpts = {
       maxDecompressedBytes: opts.maxDecompressedBytes,
@@ -294,7 +306,7 @@ class Lockstep {
   async run(): Promise<void> {
     const { src, opts } = this;
     while (await src.ready()) {
-      const run = src.bytes[src.p + 16] < 2 ? opts.runs?.take(src.position) : undefined;
+      const run = src.bytes[src.p + MAGIC_OFFSET] < 2 ? opts.runs?.take(src.position) : undefined;
       if (run) {
         this.endOfSourceBatch();
         await this.checkRun(run);
@@ -432,13 +444,16 @@ class Lockstep {
         const p = dst.p;
         const size = entrySizeAt(b, p);
         const position = dst.position;
-        if (b[p + 16] !== 2 || crc32cRange(b, p + 21, p + size) !== b.readUInt32BE(p + 17)) {
+        if (
+          b[p + MAGIC_OFFSET] !== 2 ||
+          crc32cRange(b, p + ATTRIBUTES_OFFSET, p + size) !== b.readUInt32BE(p + CRC_OFFSET)
+        ) {
           // Not a v2 batch, or a wrong CRC: the usual checks say which, with the usual error.
           checkedEntryOf(dst.take(), this.outLog, this.outOpts);
           throw this.mismatch('batch', 'rewritten batch failed its checks', position);
         }
-        const lastOffset = b.readBigInt64BE(p) + BigInt(b.readInt32BE(p + 23));
-        this.onOutputBatch(position, size, lastOffset, b.readBigInt64BE(p + 35));
+        const lastOffset = b.readBigInt64BE(p) + BigInt(b.readInt32BE(p + LAST_OFFSET_DELTA_OFFSET));
+        this.onOutputBatch(position, size, lastOffset, b.readBigInt64BE(p + MAX_TIMESTAMP_OFFSET));
         batches++;
         dst.p += size;
       }
@@ -554,6 +569,50 @@ export async function verifySegment(
     hasIndex,
     hasTimeIndex,
   };
+  await scanEntries(logPath, p.baseOffset, checker, report, options);
+  for (const ip of checker.finish()) report.problems.push(indexProblem(ip));
+  if (report.problems.length > 0) report.ok = false;
+  report.durationMs = performance.now() - start;
+  return report;
+}
+
+/** The offsets of an entry's records (shallow: its first offset), counted into the report. */
+function entryOffsets(
+  entry: SegmentEntry,
+  info: EntryInfo,
+  logPath: string,
+  report: VerifyReport,
+  options: VerifySegmentOptions,
+): bigint[] {
+  const offsets: bigint[] = [];
+  if (options.shallow) {
+    if (info.header) report.records += info.header.recordsCount;
+    offsets.push(info.offset);
+    return offsets;
+  }
+  try {
+    const records =
+      entry.magic === 2
+        ? logicalRecordsOfBatch(entry.bytes, options)
+        : logicalRecordsOfLegacyEntry(entry.bytes, options);
+    for (const r of records) {
+      report.records++;
+      offsets.push(r.offset);
+    }
+  } catch (err) {
+    throw withEntryContext(err, logPath, entry);
+  }
+  return offsets;
+}
+
+/** Every entry of the log: its CRC, its records, its offsets in order; the first error stops it. */
+async function scanEntries(
+  logPath: string,
+  baseOffset: bigint,
+  checker: IndexChecker,
+  report: VerifyReport,
+  options: VerifySegmentOptions,
+): Promise<void> {
   let last: bigint | undefined;
   const addOffsetProblem = (message: string, position: number, offset: bigint) => {
     if (report.problems.length < 100)
@@ -565,28 +624,10 @@ export async function verifySegment(
       report.entries++;
       report.bytes = entry.position + entry.size;
       checker.batch(info.position, info.lastOffset, info.maxTimestamp);
-      const offsets: bigint[] = [];
-      if (options.shallow) {
-        if (info.header) report.records += info.header.recordsCount;
-        offsets.push(info.offset);
-      } else {
-        try {
-          const records =
-            entry.magic === 2
-              ? logicalRecordsOfBatch(entry.bytes, options)
-              : logicalRecordsOfLegacyEntry(entry.bytes, options);
-          for (const r of records) {
-            report.records++;
-            offsets.push(r.offset);
-          }
-        } catch (err) {
-          throw withEntryContext(err, logPath, entry);
-        }
-      }
-      for (const off of offsets) {
-        if (off < p.baseOffset)
+      for (const off of entryOffsets(entry, info, logPath, report, options)) {
+        if (off < baseOffset)
           addOffsetProblem(
-            `offset ${off} is below the segment base offset ${p.baseOffset}`,
+            `offset ${off} is below the segment base offset ${baseOffset}`,
             entry.position,
             off,
           );
@@ -621,10 +662,6 @@ export async function verifySegment(
       offset: e.offset?.toString(),
     });
   }
-  for (const ip of checker.finish()) report.problems.push(indexProblem(ip));
-  if (report.problems.length > 0) report.ok = false;
-  report.durationMs = performance.now() - start;
-  return report;
 }
 
 function emptyVerifyReport(logPath: string): VerifyReport {

@@ -4,7 +4,7 @@
  */
 import { readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { crashFsOps, type FsOp, observeFsOps, SimulatedCrash } from '../fsops.js';
+import { crashFsOps, type FsOp, observeFsOps, SimulatedCrash } from './seams.js';
 
 export interface CrashRun {
   /** Whether the crash happened (false: the work finished in fewer operations). */

@@ -84,12 +84,27 @@ export interface BuiltSegment {
  * empty, zstd already), enough bytes to give the indexes several entries.
  */
 export function mixedSegment(baseOffset = 0n, seed = 42): BuiltSegment {
-  const rand = prng(seed);
-  const parts: Uint8Array[] = [];
-  const verbatim: Uint8Array[] = [];
-  let off = baseOffset;
-  const ts = (i: bigint) => 1_500_000_000_000n + i * 1000n;
+  const b: MixedBuilder = { rand: prng(seed), parts: [], verbatim: [], off: baseOffset };
+  mixedLegacy(b);
+  mixedV2(b);
+  mixedTail(b);
+  return { bytes: Buffer.concat(b.parts), verbatim: b.verbatim, lastOffset: b.off - 1n };
+}
 
+/** The entries of a mixed segment so far, and the next offset. */
+interface MixedBuilder {
+  rand: () => number;
+  parts: Uint8Array[];
+  verbatim: Uint8Array[];
+  off: bigint;
+}
+
+const ts = (i: bigint) => 1_500_000_000_000n + i * 1000n;
+
+/** v0/v1 plain messages and wrappers of every legacy codec, and a LogAppendTime wrapper. */
+function mixedLegacy(b: MixedBuilder): void {
+  const { rand, parts } = b;
+  let off = b.off;
   // v0 plain, with null key, tombstone and empty value.
   parts.push(encodeLegacyEntry(off++, { magic: 0, key: null, value: text(rand, 40) }));
   parts.push(encodeLegacyEntry(off++, { magic: 0, key: Buffer.from('k'), value: null }));
@@ -135,6 +150,13 @@ export function mixedSegment(baseOffset = 0n, seed = 42): BuiltSegment {
       }),
     );
   }
+  b.off = off;
+}
+
+/** v2: uncompressed with headers, gzip idempotent, transactional + COMMIT, empty, zstd. */
+function mixedV2(b: MixedBuilder): void {
+  const { rand, parts, verbatim } = b;
+  let off = b.off;
   // v2: uncompressed with headers, gzip idempotent, transactional + COMMIT, empty, zstd.
   parts.push(
     v2Batch(
@@ -210,6 +232,13 @@ export function mixedSegment(baseOffset = 0n, seed = 42): BuiltSegment {
     ),
   );
   off += 10n;
+  b.off = off;
+}
+
+/** v1 messages with timestamps going back, then a gzip v2 batch. */
+function mixedTail(b: MixedBuilder): void {
+  const { rand, parts } = b;
+  let off = b.off;
   for (let i = 0; i < 20; i++) {
     parts.push(
       encodeLegacyEntry(off, { magic: 1, timestamp: ts(off) - 500_000n, key: null, value: text(rand, 300) }),
@@ -224,7 +253,7 @@ export function mixedSegment(baseOffset = 0n, seed = 42): BuiltSegment {
     ),
   );
   off += 30n;
-  return { bytes: Buffer.concat(parts), verbatim, lastOffset: off - 1n };
+  b.off = off;
 }
 
 export async function tmpDir(prefix = 'seglift-segment-'): Promise<string> {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
-import { type FsOp, observeFsOps } from '../fsops.js';
+import { type FsOp, observeFsOps } from './seams.js';
 
 export async function sha256(file: string): Promise<string> {
   return createHash('sha256')

@@ -51,6 +51,12 @@ export async function kafkaStartUp(
   options: KafkaStartUpOptions = {},
 ): Promise<LoadedSegment[]> {
   const indexBytes = Math.floor((options.segmentIndexBytes ?? 10 * 1024 * 1024) / 8) * 8;
+  await completeSwaps(pdir, indexBytes);
+  return loadSegments(pdir, options);
+}
+
+/** LogLoader's swap completion: stray and cleaned files go, valid swaps replace their range. */
+async function completeSwaps(pdir: string, indexBytes: number): Promise<void> {
   // First pass: stray .deleted files go, .cleaned and .swap files are collected.
   let minCleaned: bigint | undefined;
   const swaps: string[] = [];
@@ -93,7 +99,10 @@ export async function kafkaStartUp(
   }
   for (const n of await readdir(pdir))
     if (n.endsWith('.swap')) await rename(path.join(pdir, n), path.join(pdir, n.slice(0, -'.swap'.length)));
+}
 
+/** LogLoader's load of the segments left: indexes trusted, recovered or created. */
+async function loadSegments(pdir: string, options: KafkaStartUpOptions): Promise<LoadedSegment[]> {
   // Load: an index file without its log is deleted; a log without an offset index is recovered
   // (both indexes rebuilt); a missing time index is created empty; everything else is trusted.
   const names = (await readdir(pdir)).sort();
