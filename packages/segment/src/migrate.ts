@@ -7,7 +7,7 @@ import { findPartitionSegments, type IgnoredDir, type SegmentFile } from './disc
 import { PathOutsideRootsError } from './errors.js';
 import { holdLogDirLocks } from './logdir-lock.js';
 import { ConversionPool, conversionThreadPath } from './pool.js';
-import { type ReadinessRules, splitReady } from './readiness.js';
+import { quietAtStart, type ReadinessRules, readinessRules, splitReady } from './readiness.js';
 import { emptyReport, type RunSummary, type SegmentReport, summarize } from './report.js';
 import { realPathWithinRoots } from './roots.js';
 
@@ -71,7 +71,7 @@ export interface Plan {
 /** What `migrate` converts under `dirs`, and the newest segments it leaves (readiness rules). */
 export async function plan(dirs: string[], options: MigrateOptions): Promise<Plan> {
   const p: Plan = { todo: [], skipped: [], partitions: 0, ignored: [], logDirs: [] };
-  const rules = options.readiness ?? { requireRolled: options.includeActive !== true, quietMs: 0 };
+  const rules = options.readiness ?? readinessRules({ includeActive: options.includeActive });
   const now = Date.now();
   // Two names for one partition (a log dir and a symlink into it, a dir given twice) are one
   // partition: converted once, by its real path.
@@ -305,8 +305,7 @@ export async function migrate(dirs: string[], options: MigrateOptions): Promise<
     for (const r of skipped) options.onSegment?.(r);
     // An archive (requireRolled false): each segment must still be quiet when its conversion
     // starts, however long after the plan that is (a copy may have resumed).
-    const r = options.readiness;
-    const quietMs = r !== undefined && !r.requireRolled && r.quietMs > 0 ? r.quietMs : undefined;
+    const quietMs = options.readiness === undefined ? undefined : quietAtStart(options.readiness);
     run = await runConversions({ todo, optionsFor: () => ({ inPlace: true, quietMs }) }, options);
   } finally {
     logDirs.release();

@@ -22,7 +22,7 @@ import { acquireFileLock, isStaleLockTemp } from './lock.js';
 import { holdLogDirLock, holdLogDirLocks } from './logdir-lock.js';
 import { type MigrateOptions, type MigrateResult, plan, runConversions } from './migrate.js';
 import { SegmentFiles, STAGE_LOCK_NAME } from './names.js';
-import { findReadySegments } from './readiness.js';
+import { findReadySegments, readinessRules } from './readiness.js';
 import { emptyReport, type SegmentReport, summarize } from './report.js';
 import {
   discardStaged,
@@ -123,7 +123,7 @@ async function prepare(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPh
   const c = counts();
   c.discarded += await pruneStage(stage);
   // The watcher's rules on a live broker's dir: rolled segments only.
-  const scan = await findReadySegments([stage.logDir], { requireRolled: true, quietMs: 0 });
+  const scan = await findReadySegments([stage.logDir], readinessRules());
   const key = stageOptionsKey(options);
   const todo: SegmentFile[] = [];
   const spOf: string[] = [];
