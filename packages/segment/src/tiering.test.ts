@@ -12,7 +12,7 @@ import { encodeLegacyEntry } from '@seglift/legacy';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { crashAfterOp } from './test-support/crash.js';
 import { tmpDir, v2Batch, writeSegment } from './test-support/fixtures.js';
-import { prepareTiering } from './tiering.js';
+import { parseLeaderEpochCheckpoint, prepareTiering } from './tiering.js';
 
 const TXN = 0x10;
 const CONTROL = 0x20;
@@ -180,5 +180,17 @@ describe('prepareTiering (seglift tier-prepare)', () => {
         break;
       }
     }
+  });
+});
+
+describe('leader-epoch-checkpoint as Kafka reads it (CheckpointFile)', () => {
+  it('an empty file has no entries (Kafka 3.9 leaves one beside magic 0/1 data); a wrong version is refused', () => {
+    expect(parseLeaderEpochCheckpoint('')).toEqual([]);
+    expect(parseLeaderEpochCheckpoint('0\n2\n0 0\n5 1482\n')).toEqual([
+      { epoch: 0, startOffset: 0n },
+      { epoch: 5, startOffset: 1482n },
+    ]);
+    expect(() => parseLeaderEpochCheckpoint('1\n0\n', 'f')).toThrow(/version "1", expected 0/);
+    expect(() => parseLeaderEpochCheckpoint('0\n2\n0 0\n', 'f')).toThrow(/says 2 entries, holds 1/);
   });
 });

@@ -44,9 +44,14 @@ export interface EpochEntry {
   startOffset: bigint;
 }
 
-/** LeaderEpochCheckpointFile: `0`, the entry count, then `<epoch> <startOffset>` lines. */
+/**
+ * LeaderEpochCheckpointFile: `0`, the entry count, then `<epoch> <startOffset>` lines. An empty
+ * file has no entries (CheckpointFile.CheckpointReadBuffer.read: no first line, an empty list):
+ * Kafka 3.9 leaves one beside magic 0/1 data, which has no leader epochs.
+ */
 export function parseLeaderEpochCheckpoint(text: string, file?: string): EpochEntry[] {
   const lines = text.split('\n').filter((l) => l.length > 0);
+  if (text.length === 0) return [];
   if (lines[0] !== '0')
     throw new CorruptRecordError(`leader epoch checkpoint version ${JSON.stringify(lines[0])}, expected 0`, {
       file,
