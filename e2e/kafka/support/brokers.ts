@@ -97,6 +97,37 @@ export function startJvm(
   return { proc, exited, logFile };
 }
 
+/**
+ * kafka-storage format (kafka.tools.StorageTool) of one Kafka 4 node's log dir, as the broker
+ * user when run as root: writes meta.properties and the bootstrap metadata.
+ */
+export async function formatStorage(
+  node: { jars: string; workDir: string; user: BrokerUser },
+  clusterId: string,
+  config: string,
+  what: string,
+): Promise<void> {
+  const asUser =
+    process.getuid?.() === 0
+      ? ['setpriv', `--reuid=${node.user.uid}`, `--regid=${node.user.gid}`, '--clear-groups']
+      : [];
+  const r = await run(asUser[0] ?? 'java', [
+    ...asUser.slice(1),
+    ...(asUser.length ? ['java'] : []),
+    ...JVM_FLAGS,
+    `-Dlog4j2.configurationFile=${join(node.workDir, 'log4j2-broker.properties')}`,
+    '-cp',
+    `${node.jars}/*`,
+    'kafka.tools.StorageTool',
+    'format',
+    '-t',
+    clusterId,
+    '-c',
+    config,
+  ]);
+  if (r.code !== 0) throw new Error(describeRun(what, r));
+}
+
 /** A directory the broker user can use for its config, JVM temp files and logs. */
 export function prepareWorkDir(workDir: string, user: BrokerUser): void {
   mkdirSync(join(workDir, 'jvm-tmp'), { recursive: true, mode: 0o755 });
@@ -145,26 +176,7 @@ export class KraftBroker {
 
   /** kafka-storage format: writes meta.properties and the bootstrap metadata into logDir. */
   async format(clusterId: string): Promise<void> {
-    const config = await this.writeConfig();
-    const asUser =
-      process.getuid?.() === 0
-        ? ['setpriv', `--reuid=${this.user.uid}`, `--regid=${this.user.gid}`, '--clear-groups']
-        : [];
-    const r = await run(asUser[0] ?? 'java', [
-      ...asUser.slice(1),
-      ...(asUser.length ? ['java'] : []),
-      ...JVM_FLAGS,
-      `-Dlog4j2.configurationFile=${join(this.workDir, 'log4j2-broker.properties')}`,
-      '-cp',
-      `${this.jars}/*`,
-      'kafka.tools.StorageTool',
-      'format',
-      '-t',
-      clusterId,
-      '-c',
-      config,
-    ]);
-    if (r.code !== 0) throw new Error(describeRun('kafka.tools.StorageTool format', r));
+    await formatStorage(this, clusterId, await this.writeConfig(), 'kafka.tools.StorageTool format');
   }
 
   /** Starts on fresh ports; resolves once the broker logs "Kafka Server started". */

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { freePort } from '@seglift/testkit';
 import {
   brokerLogs,
-  JVM_FLAGS,
+  formatStorage,
   type Jvm,
   prepareWorkDir,
   startJvm,
@@ -63,25 +63,7 @@ export class ClusterNode {
   }
 
   async format(clusterId: string): Promise<void> {
-    const asUser =
-      process.getuid?.() === 0
-        ? ['setpriv', `--reuid=${this.user.uid}`, `--regid=${this.user.gid}`, '--clear-groups']
-        : [];
-    const r = await run(asUser[0] ?? 'java', [
-      ...asUser.slice(1),
-      ...(asUser.length ? ['java'] : []),
-      ...JVM_FLAGS,
-      `-Dlog4j2.configurationFile=${join(this.workDir, 'log4j2-broker.properties')}`,
-      '-cp',
-      `${this.jars}/*`,
-      'kafka.tools.StorageTool',
-      'format',
-      '-t',
-      clusterId,
-      '-c',
-      this.config,
-    ]);
-    if (r.code !== 0) throw new Error(describeRun(`kafka-storage format (node ${this.id})`, r));
+    await formatStorage(this, clusterId, this.config, `kafka-storage format (node ${this.id})`);
   }
 
   /** Starts the JVM; `started()` waits for "Kafka Server started" (a node needs a quorum for it). */
