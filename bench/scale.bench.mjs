@@ -69,23 +69,11 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const work = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'seglift-bench-scale-'));
 const tag = (process.pid % 10000).toString(36);
 // Two "hosts": a namespace each, a veth pair each, private /30s; nothing routed beyond them.
+// The /24 is the bench's pid's: two benches at once get their own addresses and routes.
+const net = `10.231.${process.pid % 250}`;
 const hosts = [
-  {
-    ns: `sgl-a-${tag}`,
-    host: `sgla${tag}`,
-    peer: `sglA${tag}`,
-    hostIp: '10.231.0.1',
-    ip: '10.231.0.2',
-    cpu: 0,
-  },
-  {
-    ns: `sgl-b-${tag}`,
-    host: `sglb${tag}`,
-    peer: `sglB${tag}`,
-    hostIp: '10.231.0.5',
-    ip: '10.231.0.6',
-    cpu: 1,
-  },
+  { ns: `sgl-a-${tag}`, host: `sgla${tag}`, peer: `sglA${tag}`, hostIp: `${net}.1`, ip: `${net}.2`, cpu: 0 },
+  { ns: `sgl-b-${tag}`, host: `sglb${tag}`, peer: `sglB${tag}`, hostIp: `${net}.5`, ip: `${net}.6`, cpu: 1 },
 ];
 const PASS = `bench-${process.pid}-${Date.now()}`;
 const procs = new Set();
@@ -208,22 +196,43 @@ const vmHwmMiB = (pid) => {
   }
 };
 
-/** A process to its end under /usr/bin/time: wall ms and peak RSS. */
-function timed(cmd, args, env) {
+/** utime + stime of a running process (all its threads), in seconds. */
+function cpuOf(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * A process to its end under /usr/bin/time: wall ms, CPU s and peak RSS; not blocking this
+ * process (a signal to the bench still cleans up at once).
+ */
+function timedAsync(cmd, args, env) {
   const rss = join(work, `time-${Date.now()}-${Math.random()}`);
   const t = performance.now();
-  const r = spawnSync('/usr/bin/time', ['-f', '%M', '-o', rss, cmd, ...args], {
-    encoding: 'utf8',
-    env,
-    maxBuffer: 64 * MiB,
+  const p = spawn('/usr/bin/time', ['-f', '%U %S %M', '-o', rss, cmd, ...args], { env });
+  procs.add(p);
+  let out = '';
+  let err = '';
+  p.stdout.on('data', (d) => {
+    out += d;
   });
-  const ms = performance.now() - t;
-  if (r.status !== 0) throw new Error(`${cmd} exited with ${r.status}: ${r.stderr.slice(-4000)}`);
-  return { ms, rssMiB: Number(readFileSync(rss, 'utf8').trim().split('\n').pop()) / 1024, out: r.stdout };
+  p.stderr.on('data', (d) => {
+    err += d;
+  });
+  return new Promise((resolve, reject) =>
+    p.on('close', (code) => {
+      procs.delete(p);
+      const ms = performance.now() - t;
+      if (code !== 0) return reject(new Error(`${cmd} exited with ${code}: ${err.slice(-4000)}`));
+      const [u, sys, m] = readFileSync(rss, 'utf8').trim().split('\n').pop().split(' ').map(Number);
+      resolve({ ms, cpu: u + sys, rssMiB: m / 1024, out });
+    }),
+  );
 }
 
 function embedded(root) {
-  const r = timed(
+  const r = timedAsync(
     'taskset',
     [
       '-c',
@@ -271,10 +280,14 @@ async function distributed(root, queue, on) {
     }
   }
   redisCli('CONFIG', 'RESETSTAT');
+  const redisCpu = cpuOf(redis.p.pid);
   const start = Date.now();
-  const watcher = timed(WATCHER, ['--once', '--wait'], envFor(root, queue, '127.0.0.1'));
+  const watcher = await timedAsync(WATCHER, ['--once', '--wait'], envFor(root, queue, '127.0.0.1'));
   const stats = commandStats();
   const rss = workers.map((w) => vmHwmMiB(w.p.pid));
+  // The workers' CPU, whole process as the embedded migrate's (start-up included).
+  const cpu = workers.map((w) => cpuOf(w.p.pid));
+  const redisUsed = cpuOf(redis.p.pid) - redisCpu;
   for (const w of workers) w.p.kill('SIGTERM');
   for (const w of workers) {
     if (w.p.exitCode === null) await new Promise((r) => w.p.once('exit', r));
@@ -302,6 +315,9 @@ async function distributed(root, queue, on) {
     rssMiB: Math.max(...rss, watcher.rssMiB),
     stats,
     perWorker,
+    cpu,
+    watcherCpu: watcher.cpu,
+    redisCpu: redisUsed,
   };
 }
 
@@ -313,23 +329,27 @@ try {
   generate(pristine);
   const segments = PARTITIONS * ROLLED;
   const times = { e: [], w1: [], w2: [] };
+  const cpu = { e: [], w1: [], w1Side: [], balance: [] };
   const rss = { e: 0, w1: 0, w2: 0 };
   let stats1;
   let split;
   let run = 0;
   for (let rep = 0; rep < REPS; rep++) {
     const a = copyOf(pristine, join(work, `e-${rep}`));
-    const e = embedded(a);
+    const e = await embedded(a);
     const sum = JSON.parse(e.out.trim().split('\n').pop());
     const converted = sum.summary?.converted ?? sum.converted;
     if (converted !== segments) throw new Error(`migrate converted ${converted}, expected ${segments}`);
     times.e.push(e.ms);
+    cpu.e.push(e.cpu);
     rss.e = Math.max(rss.e, e.rssMiB);
     rmSync(a, { recursive: true });
 
     const b = copyOf(pristine, join(work, `w1-${rep}`));
     const w1 = await distributed(b, `bench-${tag}-${run++}`, [hosts[0]]);
     times.w1.push(w1.ms);
+    cpu.w1.push(w1.cpu[0]);
+    cpu.w1Side.push(w1.watcherCpu + w1.redisCpu);
     rss.w1 = Math.max(rss.w1, w1.rssMiB);
     stats1 = w1.stats;
     rmSync(b, { recursive: true });
@@ -337,11 +357,14 @@ try {
     const c = copyOf(pristine, join(work, `w2-${rep}`));
     const w2 = await distributed(c, `bench-${tag}-${run++}`, hosts);
     times.w2.push(w2.ms);
+    // What two hosts would take against one, from the work each did (CPU s, so whatever else
+    // this machine runs): the busier one decides.
+    cpu.balance.push((w2.cpu[0] + w2.cpu[1]) / Math.max(...w2.cpu));
     rss.w2 = Math.max(rss.w2, w2.rssMiB);
     split = w2.perWorker;
     rmSync(c, { recursive: true });
     console.log(
-      `(rep ${rep + 1}: embedded ${(e.ms / 1000).toFixed(2)} s, one worker ${(w1.ms / 1000).toFixed(2)} s, two workers ${(w2.ms / 1000).toFixed(2)} s)`,
+      `(rep ${rep + 1}: embedded ${(e.ms / 1000).toFixed(2)} s ${e.cpu.toFixed(2)} s CPU; one worker ${(w1.ms / 1000).toFixed(2)} s ${w1.cpu[0].toFixed(2)} s CPU (+ watcher ${w1.watcherCpu.toFixed(2)}, redis ${w1.redisCpu.toFixed(2)}); two workers ${(w2.ms / 1000).toFixed(2)} s, ${w2.cpu.map((c) => c.toFixed(2)).join(' + ')} s CPU, split ${w2.perWorker.join('/')})`,
     );
   }
   const E = median(times.e);
@@ -366,6 +389,14 @@ try {
     '>= 1.8x',
     W1 / W2 >= 1.8,
   );
+  const [EC, W1C, SIDE, BAL] = [cpu.e, cpu.w1, cpu.w1Side, cpu.balance].map(median);
+  row(
+    'the same in CPU s (noise-proof): one worker vs embedded (whole processes)',
+    `${W1C.toFixed(2)} s vs ${EC.toFixed(2)} s, ${(EC / W1C).toFixed(2)}x; watcher + Redis ${SIDE.toFixed(2)} s more`,
+    '>= 0.95x',
+    EC / W1C >= 0.95,
+  );
+  row('the same in CPU s: two workers, total / the busier one', `${BAL.toFixed(2)}x`, '>= 1.8x', BAL >= 1.8);
   for (const [k, label] of [
     ['e', 'embedded migrate'],
     ['w1', 'one worker (or watcher)'],
