@@ -14,7 +14,7 @@
 // partition dir against those of seglift's rewritten partition dir.
 // Reuses e2e/kafka's pom.xml (the kafka4 profile's jars, fetched once by Maven into the same cache
 // as the oracle suite), its config templates and its broker user (nobody when root).
-// Options (env): BENCH_SEG_MB (16), BENCH_MIRROR_SEGMENTS (3), BENCH_DIR (os tmp).
+// Options (env): BENCH_SEG_MB (16), BENCH_MIRROR_SEGMENTS (3), BENCH_REPS (2), BENCH_DIR (os tmp).
 // Run: pnpm bench mirror
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -35,11 +35,12 @@ import {
 } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { MiB, writeV1GzipSegment } from './data.mjs';
 
 const SEG_MB = Number(process.env.BENCH_SEG_MB ?? 16);
 const SEGMENTS = Number(process.env.BENCH_MIRROR_SEGMENTS ?? 3);
+const REPS = Number(process.env.BENCH_REPS ?? 2);
 const repo = new URL('..', import.meta.url).pathname;
 const E2E = join(repo, 'e2e/kafka');
 const SEGLIFT = join(repo, 'apps/cli/dist/seglift');
@@ -260,13 +261,13 @@ try {
   ]);
   await startBroker(jars);
   const keep = ['retention.ms=-1', 'retention.bytes=-1'];
-  for (const [t, extra] of [
+  const seg = [`segment.bytes=${SEG_MB * MiB}`];
+  const topics = [
     ['src-v1', []],
-    ['src-v2', [`segment.bytes=${SEG_MB * MiB}`]],
-    ['dst-v1', [`segment.bytes=${SEG_MB * MiB}`]],
-    ['dst-v2', [`segment.bytes=${SEG_MB * MiB}`]],
-  ])
-    sh('java', copier('create', bootstrap, t, ...keep, ...extra));
+    ['src-v2', seg],
+  ];
+  for (let r = 0; r < REPS; r++) topics.push([`dst-v1-${r}`, seg], [`dst-v2-${r}`, seg]);
+  for (const [t, extra] of topics) sh('java', copier('create', bootstrap, t, ...keep, ...extra));
   await stopBroker();
 
   // The legacy segments move in (indexes and snapshots left for Kafka to rebuild).
@@ -290,81 +291,93 @@ try {
   await startBroker(jars);
   // src-v2: the same records through Kafka's producer with gzip-9 (setup, not timed).
   sh('java', copier('copy', bootstrap, 'src-v1', 'src-v2', 'gzip', '9'));
-
-  const rows = [];
-  const results = {};
-  for (const v of ['v1', 'v2']) {
-    const before = cpuOf(broker.pid);
-    const copy = timed('taskset', [
-      '-c',
-      '0',
-      'java',
-      ...copier('copy', bootstrap, `src-${v}`, `dst-${v}`, 'zstd', '3'),
-    ]);
-    const brokerCpu = cpuOf(broker.pid) - before;
-    results[v] = { copy, brokerCpu, records: JSON.parse(copy.stdout.trim().split('\n').pop()).records };
-  }
+  // seglift's input: both partition dirs as the broker leaves them at a clean shutdown.
   await stopBroker();
-  for (const v of ['v1', 'v2']) {
-    // seglift on a copy of the source partition dir, as the broker left it.
-    const dir = join(work, 'seglift', `src-${v}-0`);
-    mkdirSync(join(work, 'seglift'), { recursive: true });
-    sh('cp', ['-a', join(logDir, `src-${v}-0`), dir]);
-    const inBytes = logBytes(dir);
-    const seglift = timed('taskset', [
-      '-c',
-      '0',
-      SEGLIFT,
-      'migrate',
-      dir,
-      '--codec',
-      'zstd',
-      '--level',
-      '3',
-      '--include-active',
-      '--concurrency',
-      '1',
-      '--json',
-    ]);
-    const summary = JSON.parse(seglift.stdout.trim().split('\n').pop());
-    const r = results[v];
-    const copyCpu = r.copy.cpu + r.brokerCpu;
-    rows.push({
-      v,
-      inBytes,
-      seglift,
-      summary,
-      r,
-      copyCpu,
-      dstDisk: allocated(join(logDir, `dst-${v}-0`)),
-      segDisk: allocated(dir),
-    });
-    rmSync(dir, { recursive: true });
-  }
+  const sources = join(work, 'sources');
+  mkdirSync(sources);
+  for (const v of ['v1', 'v2']) sh('cp', ['-a', join(logDir, `src-${v}-0`), join(sources, `src-${v}-0`)]);
+  await startBroker(jars);
+
+  // Alternating: copy v1, seglift v1, copy v2, seglift v2, then again.
+  const runs = { v1: [], v2: [] };
+  for (let rep = 0; rep < REPS; rep++)
+    for (const v of ['v1', 'v2']) {
+      const before = cpuOf(broker.pid);
+      const copy = timed('taskset', [
+        '-c',
+        '0',
+        'java',
+        ...copier('copy', bootstrap, `src-${v}`, `dst-${v}-${rep}`, 'zstd', '3'),
+      ]);
+      const brokerCpu = cpuOf(broker.pid) - before;
+      const records = JSON.parse(copy.stdout.trim().split('\n').pop()).records;
+      const dir = join(work, `seglift-${v}-${rep}`, `src-${v}-0`);
+      mkdirSync(dirname(dir));
+      sh('cp', ['-a', join(sources, `src-${v}-0`), dir]);
+      const inBytes = logBytes(dir);
+      const seglift = timed('taskset', [
+        '-c',
+        '0',
+        SEGLIFT,
+        'migrate',
+        dir,
+        '--codec',
+        'zstd',
+        '--level',
+        '3',
+        '--include-active',
+        '--concurrency',
+        '1',
+        '--json',
+      ]);
+      const summary = JSON.parse(seglift.stdout.trim().split('\n').pop());
+      runs[v].push({
+        copy,
+        brokerCpu,
+        copyCpu: copy.cpu + brokerCpu,
+        records,
+        seglift,
+        converted: summary.summary?.converted ?? summary.converted,
+        inBytes,
+        dstDisk: allocated(join(logDir, `dst-${v}-${rep}-0`)),
+        segDisk: allocated(dir),
+      });
+      rmSync(dirname(dir), { recursive: true });
+      console.log(
+        `(${v} rep ${rep + 1}: copy ${copy.wall.toFixed(2)} s, ${copy.cpu.toFixed(2)} + broker ${brokerCpu.toFixed(2)} s CPU; seglift ${seglift.wall.toFixed(2)} s, ${seglift.cpu.toFixed(2)} s CPU)`,
+      );
+    }
 
   const mb = (n) => `${(n / MiB).toFixed(1)} MiB`;
+  const median = (xs) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+  };
   console.log(
-    `\n${SEGMENTS} segments of ${SEG_MB} MiB magic-1 gzip-9 (src-v1) and the same records as Kafka's producer writes them with gzip-9 (src-v2) -> zstd-3; Kafka ${jars.split('/').pop()}\n`,
+    `\n${SEGMENTS} segments of ${SEG_MB} MiB magic-1 gzip-9 (src-v1) and the same records as Kafka's producer writes them with gzip-9 (src-v2) -> zstd-3; ${jars.split('/').pop()}; medians of ${REPS} alternating runs\n`,
   );
   console.log('| case | measured | target | ok? |');
   console.log('|---|---:|---|---|');
-  for (const { v, inBytes, seglift, summary, r, copyCpu, dstDisk, segDisk } of rows) {
-    const ratio = copyCpu / seglift.cpu;
+  for (const v of ['v1', 'v2']) {
+    const rs = runs[v];
+    const last = rs[rs.length - 1];
+    const copyCpu = median(rs.map((r) => r.copyCpu));
+    const segCpu = median(rs.map((r) => r.seglift.cpu));
+    const ratio = median(rs.map((r) => r.copyCpu / r.seglift.cpu));
     const label = v === 'v1' ? 'legacy v1 gzip' : 'v2 gzip';
+    const rss = Math.max(...rs.map((r) => r.seglift.rssMiB));
     console.log(
-      `| ${label} (${mb(inBytes)}, ${r.records} records): consumer+producer copy CPU / seglift CPU | ${copyCpu.toFixed(2)} s (copier ${r.copy.cpu.toFixed(2)} + broker ${r.brokerCpu.toFixed(2)}) / ${seglift.cpu.toFixed(2)} s = ${ratio.toFixed(1)}x | >= 3x | ${ratio >= 3 ? 'yes' : 'NO'} |`,
+      `| ${label} (${mb(last.inBytes)}, ${last.records} records): CPU s, consumer+producer copy (copier + broker) / seglift (${last.converted} segments) | ${copyCpu.toFixed(2)} s (${median(rs.map((r) => r.copy.cpu)).toFixed(2)} + ${median(rs.map((r) => r.brokerCpu)).toFixed(2)}) / ${segCpu.toFixed(2)} s = ${ratio.toFixed(1)}x | >= 3x | ${ratio >= 3 ? 'yes' : 'NO'} |`,
     );
     console.log(
-      `| ${label}: wall, copy (copier on core 0) / seglift (core 0) | ${r.copy.wall.toFixed(2)} s / ${seglift.wall.toFixed(2)} s = ${(r.copy.wall / seglift.wall).toFixed(1)}x | | |`,
+      `| ${label}: wall, copy (copier on core 0) / seglift (core 0) | ${median(rs.map((r) => r.copy.wall)).toFixed(2)} s / ${median(rs.map((r) => r.seglift.wall)).toFixed(2)} s = ${median(rs.map((r) => r.copy.wall / r.seglift.wall)).toFixed(1)}x | | |`,
     );
     console.log(
-      `| ${label}: disk written, copy's new topic / seglift's rewrite | ${mb(dstDisk)} / ${mb(segDisk)} | | |`,
+      `| ${label}: disk written, the copy's new topic / seglift's rewrite | ${mb(last.dstDisk)} / ${mb(last.segDisk)} | | |`,
     );
     console.log(
-      `| ${label}: peak RSS seglift (copier JVM) | ${seglift.rssMiB.toFixed(0)} MiB (${r.copy.rssMiB.toFixed(0)} MiB) | <= ${RSS_LIMIT_MIB} MiB | ${seglift.rssMiB <= RSS_LIMIT_MIB ? 'yes' : 'NO'} |`,
+      `| ${label}: peak RSS, seglift (the copier's JVM) | ${rss.toFixed(0)} MiB (${Math.max(...rs.map((r) => r.copy.rssMiB)).toFixed(0)} MiB) | <= ${RSS_LIMIT_MIB} MiB | ${rss <= RSS_LIMIT_MIB ? 'yes' : 'NO'} |`,
     );
-    const converted = summary.summary?.converted ?? summary.converted;
-    if (converted !== SEGMENTS && v === 'v1') console.log(`(seglift converted ${converted} segments)`);
   }
 } finally {
   if (broker?.exitCode === null) await stopBroker().catch(() => broker.kill('SIGKILL'));
