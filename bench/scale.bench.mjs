@@ -80,7 +80,12 @@ const procs = new Set();
 let redis;
 
 function cleanUp() {
-  for (const p of procs) if (p.exitCode === null) p.kill('SIGKILL');
+  for (const p of procs)
+    if (p.exitCode === null) {
+      try {
+        process.kill(p.spawnargs[0] === '/usr/bin/time' ? -p.pid : p.pid, 'SIGKILL');
+      } catch {}
+    }
   if (redis?.exitCode === null) redis.kill('SIGKILL');
   for (const h of hosts) {
     spawnSync('ip', ['netns', 'del', h.ns]);
@@ -210,7 +215,8 @@ function cpuOf(pid) {
 function timedAsync(cmd, args, env) {
   const rss = join(work, `time-${Date.now()}-${Math.random()}`);
   const t = performance.now();
-  const p = spawn('/usr/bin/time', ['-f', '%U %S %M', '-o', rss, cmd, ...args], { env });
+  // Its own process group: cleanUp() ends the program under time(1) too.
+  const p = spawn('/usr/bin/time', ['-f', '%U %S %M', '-o', rss, cmd, ...args], { env, detached: true });
   procs.add(p);
   let out = '';
   let err = '';
