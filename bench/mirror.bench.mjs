@@ -1,0 +1,385 @@
+#!/usr/bin/env node
+// Against what operators do instead (issue 26, item 6): without seglift, a topic is upconverted
+// or recompressed by copying it through a broker with a consumer and a producer, as MirrorMaker
+// does (offsets not kept). This runs that with Kafka's own Java client (bench/java/Copier.java)
+// against a real Kafka 4 broker on loopback, and seglift on the same segments, in one run:
+//  - topic src-v1: magic-1 gzip-9 wrappers (bench/data.mjs) moved into the broker's log dir;
+//  - topic src-v2: the same records copied through the broker by Kafka's producer with gzip-9
+//    (segment.bytes BENCH_SEG_MB), so v2 gzip batches as the Java producer writes them;
+//  - both copied to new topics with compression.type=zstd (level 3), and both partition dirs (a
+//    copy of them, the broker stopped meanwhile) migrated by `seglift migrate --codec zstd
+//    --level 3 --include-active --concurrency 1`, pinned to core 0.
+// The copy's CPU is the copier JVM's plus the broker's during it (/proc/<pid>/stat); seglift's is
+// its process's: their ratio is "per core". Disk written: the allocated bytes of the new topic's
+// partition dir against those of seglift's rewritten partition dir.
+// Reuses e2e/kafka's pom.xml (the kafka4 profile's jars, fetched once by Maven into the same cache
+// as the oracle suite), its config templates and its broker user (nobody when root).
+// Options (env): BENCH_SEG_MB (16), BENCH_MIRROR_SEGMENTS (3), BENCH_REPS (2), BENCH_DIR (os tmp).
+// Run: pnpm bench mirror
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { MiB, writeV1GzipSegment } from './data.mjs';
+
+const SEG_MB = Number(process.env.BENCH_SEG_MB ?? 16);
+const SEGMENTS = Number(process.env.BENCH_MIRROR_SEGMENTS ?? 3);
+const REPS = Number(process.env.BENCH_REPS ?? 2);
+const repo = new URL('..', import.meta.url).pathname;
+const E2E = join(repo, 'e2e/kafka');
+const SEGLIFT = join(repo, 'apps/cli/dist/seglift');
+const CACHE_DIR = process.env.SEGLIFT_KAFKA_CACHE ?? '/var/tmp/seglift-kafka-jars';
+const RSS_LIMIT_MIB = 200;
+// e2e/kafka/support/brokers.ts's JVM flags but the JIT's: C1 only (TieredStopAtLevel=1) starts
+// faster but would make the copy slower than an operator's MirrorMaker.
+const JVM_FLAGS = ['-Xms64m', '-Xmx512m', '-XX:+UseSerialGC', '-XX:-UsePerfData', '-Djava.awt.headless=true'];
+
+const tool = (cmd, args) => spawnSync(cmd, args, { encoding: 'utf8' }).status === 0;
+const missing = ['java', 'javac', 'mvn', 'taskset'].filter((t) => !tool('sh', ['-c', `command -v ${t}`]));
+if (!existsSync('/usr/bin/time')) missing.push('/usr/bin/time');
+if (missing.length > 0) {
+  console.log(`(mirror: skipped, missing ${missing.join(', ')})`);
+  process.exit(0);
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const hash = (...parts) => {
+  const h = createHash('sha256');
+  for (const p of parts) h.update(p);
+  return h.digest('hex').slice(0, 12);
+};
+const sh = (cmd, args, opts = {}) => {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 * MiB, ...opts });
+  if (r.status !== 0)
+    throw new Error(`${cmd} ${args.join(' ')} exited with ${r.status}\n${r.stdout}\n${r.stderr}`);
+  return r.stdout;
+};
+const freePort = () =>
+  new Promise((res, rej) => {
+    const s = createServer();
+    s.on('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
+  });
+
+/** The kafka4 profile's jars, fetched as e2e/kafka/support/env.ts fetches them (same cache dir). */
+function kafkaJars() {
+  const pom = join(E2E, 'pom.xml');
+  const dir = join(CACHE_DIR, `kafka4-${hash(readFileSync(pom))}`);
+  if (existsSync(join(dir, '.complete'))) return dir;
+  mkdirSync(CACHE_DIR, { recursive: true, mode: 0o755 });
+  chmodSync(CACHE_DIR, 0o755);
+  const tmp = `${dir}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  sh('mvn', [
+    '-B',
+    '-q',
+    '-f',
+    pom,
+    '-P',
+    'kafka4',
+    'dependency:copy-dependencies',
+    `-DoutputDirectory=${tmp}`,
+  ]);
+  for (const f of readdirSync(tmp)) chmodSync(join(tmp, f), 0o644);
+  chmodSync(tmp, 0o755);
+  rmSync(dir, { recursive: true, force: true });
+  renameSync(tmp, dir);
+  writeFileSync(join(dir, '.complete'), '');
+  return dir;
+}
+
+/** Copier.java compiled against those jars, cached by source and jar set. */
+function copierClasses(jars) {
+  const src = join(repo, 'bench/java/Copier.java');
+  const dir = join(CACHE_DIR, `classes-copier-${hash(readFileSync(src), jars)}`);
+  if (existsSync(join(dir, 'Copier.class'))) return dir;
+  const tmp = `${dir}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  sh('javac', ['-nowarn', '-d', tmp, '-cp', `${jars}/*`, src]);
+  sh('chmod', ['-R', 'a+rX', tmp]);
+  rmSync(dir, { recursive: true, force: true });
+  renameSync(tmp, dir);
+  return dir;
+}
+
+/** Brokers run as a non-root user owning their log dir (e2e/kafka/support/env.ts's rule). */
+function brokerUser() {
+  const uid = process.getuid?.() ?? 0;
+  if (uid !== 0) return { uid, gid: process.getgid?.() ?? uid };
+  const line = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('nobody:'));
+  const [, , u, g] = line.split(':');
+  return { uid: Number(u), gid: Number(g) };
+}
+const template = (name, vars) =>
+  readFileSync(join(E2E, 'config', name), 'utf8').replace(/\$\{(\w+)\}/g, (_, k) => String(vars[k]));
+
+const work = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'seglift-bench-mirror-'));
+chmodSync(work, 0o755);
+const user = brokerUser();
+const asRoot = process.getuid?.() === 0;
+let broker;
+function cleanUp() {
+  if (broker?.exitCode === null) broker.kill('SIGKILL');
+  rmSync(work, { recursive: true, force: true });
+}
+process.on('exit', cleanUp);
+for (const s of ['SIGINT', 'SIGTERM'])
+  process.on(s, () => {
+    cleanUp();
+    process.exit(130);
+  });
+
+const logDir = join(work, 'logs');
+const brokerWork = join(work, 'broker');
+mkdirSync(logDir, { recursive: true });
+mkdirSync(join(brokerWork, 'jvm-tmp'), { recursive: true });
+writeFileSync(join(brokerWork, 'log4j2-broker.properties'), template('log4j2-broker.properties', {}));
+const chown = (dir) => sh('chown', ['-R', `${user.uid}:${user.gid}`, dir]);
+let bootstrap = '';
+let starts = 0;
+
+async function writeConfig() {
+  const file = join(brokerWork, 'server.properties');
+  writeFileSync(
+    file,
+    template('kraft.properties', {
+      BROKER_PORT: await freePort(),
+      CONTROLLER_PORT: await freePort(),
+      LOG_DIR: logDir,
+    }),
+  );
+  return file;
+}
+const javaBroker = (jars, args) => [
+  ...JVM_FLAGS,
+  `-Dlog4j2.configurationFile=${join(brokerWork, 'log4j2-broker.properties')}`,
+  `-Djava.io.tmpdir=${join(brokerWork, 'jvm-tmp')}`,
+  '-cp',
+  `${jars}/*`,
+  ...args,
+];
+async function startBroker(jars) {
+  const config = await writeConfig();
+  bootstrap = `127.0.0.1:${/PLAINTEXT:\/\/127\.0\.0\.1:(\d+)/.exec(readFileSync(config, 'utf8'))[1]}`;
+  const logFile = join(brokerWork, `broker-${++starts}.log`);
+  const fd = openSync(logFile, 'a', 0o644);
+  chown(brokerWork);
+  chown(logDir);
+  broker = spawn('java', javaBroker(jars, ['kafka.Kafka', config]), {
+    ...(asRoot ? { uid: user.uid, gid: user.gid } : {}),
+    cwd: brokerWork,
+    env: { PATH: process.env.PATH, HOME: brokerWork, JAVA_HOME: process.env.JAVA_HOME ?? '' },
+    stdio: ['ignore', fd, fd],
+  });
+  closeSync(fd);
+  const end = Date.now() + 120_000;
+  while (!readFileSync(logFile, 'utf8').includes('Kafka Server started')) {
+    if (broker.exitCode !== null || Date.now() > end)
+      throw new Error(`Kafka 4 did not start\n${readFileSync(logFile, 'utf8').slice(-4000)}`);
+    await sleep(200);
+  }
+}
+async function stopBroker() {
+  const exited = new Promise((r) => broker.once('exit', r));
+  broker.kill('SIGTERM');
+  await exited;
+  if (!existsSync(join(logDir, '.kafka_cleanshutdown')))
+    throw new Error('Kafka 4 stopped without a clean shutdown');
+}
+/** utime + stime of a process (all its threads), in seconds. */
+function cpuOf(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+/** A command to its end under /usr/bin/time: wall s, CPU s, peak RSS MiB, stdout. */
+function timed(cmd, args) {
+  const out = join(work, `time-${Math.random()}`);
+  const t = performance.now();
+  const r = spawnSync('/usr/bin/time', ['-f', '%U %S %M', '-o', out, cmd, ...args], {
+    encoding: 'utf8',
+    maxBuffer: 64 * MiB,
+  });
+  const wall = (performance.now() - t) / 1000;
+  if (r.status !== 0)
+    throw new Error(`${cmd} ${args.join(' ')} exited with ${r.status}\n${r.stderr.slice(-4000)}`);
+  const [u, s, m] = readFileSync(out, 'utf8').trim().split('\n').pop().split(' ').map(Number);
+  return { wall, cpu: u + s, rssMiB: m / 1024, stdout: r.stdout };
+}
+/** Allocated bytes of the files in a partition dir (indexes are sparse until written). */
+function allocated(dir) {
+  let n = 0;
+  for (const f of readdirSync(dir))
+    if (/\.(log|index|timeindex)$/.test(f)) n += statSync(join(dir, f)).blocks * 512;
+  return n;
+}
+const logBytes = (dir) =>
+  readdirSync(dir)
+    .filter((f) => f.endsWith('.log'))
+    .reduce((a, f) => a + statSync(join(dir, f)).size, 0);
+
+try {
+  const jars = kafkaJars();
+  const classes = copierClasses(jars);
+  const copier = (...args) => [
+    ...JVM_FLAGS,
+    `-Dlog4j2.configurationFile=${join(E2E, 'config/log4j2-client.properties')}`,
+    '-cp',
+    `${classes}:${jars}/*`,
+    'Copier',
+    ...args,
+  ];
+
+  // Kafka 4 formats its log dir and creates the topics (so its metadata log has their ids).
+  chown(logDir);
+  chown(brokerWork);
+  const config = await writeConfig();
+  sh(asRoot ? 'setpriv' : 'java', [
+    ...(asRoot ? [`--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', 'java'] : []),
+    ...javaBroker(jars, ['kafka.tools.StorageTool', 'format', '-t', 'c2VnbGlmdC1taXJyb3ItMQ', '-c', config]),
+  ]);
+  await startBroker(jars);
+  const keep = ['retention.ms=-1', 'retention.bytes=-1'];
+  const seg = [`segment.bytes=${SEG_MB * MiB}`];
+  const topics = [
+    ['src-v1', []],
+    ['src-v2', seg],
+  ];
+  for (let r = 0; r < REPS; r++) topics.push([`dst-v1-${r}`, seg], [`dst-v2-${r}`, seg]);
+  for (const [t, extra] of topics) sh('java', copier('create', bootstrap, t, ...keep, ...extra));
+  await stopBroker();
+
+  // The legacy segments move in (indexes and snapshots left for Kafka to rebuild).
+  const v1Dir = join(logDir, 'src-v1-0');
+  for (const f of readdirSync(v1Dir))
+    if (/\.(log|index|timeindex|snapshot|txnindex)$/.test(f)) unlinkSync(join(v1Dir, f));
+  const name = (base) => String(base).padStart(20, '0');
+  let next = 0n;
+  for (let s = 0; s < SEGMENTS; s++) {
+    const log = join(v1Dir, `${name(next)}.log`);
+    const { entries } = writeV1GzipSegment(log, SEG_MB * MiB, { seed: 40 + s, distinct: 48 });
+    const b = readFileSync(log);
+    for (let q = 0; q < b.length; ) {
+      b.writeBigInt64BE(b.readBigInt64BE(q) + next, q);
+      q += b.readInt32BE(q + 8) + 12;
+    }
+    writeFileSync(log, b);
+    next += BigInt(entries) * 100n;
+  }
+  rmSync(join(logDir, '.kafka_cleanshutdown'), { force: true });
+  await startBroker(jars);
+  // src-v2: the same records through Kafka's producer with gzip-9 (setup, not timed).
+  sh('java', copier('copy', bootstrap, 'src-v1', 'src-v2', 'gzip', '9'));
+  // seglift's input: both partition dirs as the broker leaves them at a clean shutdown.
+  await stopBroker();
+  const sources = join(work, 'sources');
+  mkdirSync(sources);
+  for (const v of ['v1', 'v2']) sh('cp', ['-a', join(logDir, `src-${v}-0`), join(sources, `src-${v}-0`)]);
+  await startBroker(jars);
+
+  // Alternating: copy v1, seglift v1, copy v2, seglift v2, then again.
+  const runs = { v1: [], v2: [] };
+  for (let rep = 0; rep < REPS; rep++)
+    for (const v of ['v1', 'v2']) {
+      const before = cpuOf(broker.pid);
+      const copy = timed('taskset', [
+        '-c',
+        '0',
+        'java',
+        ...copier('copy', bootstrap, `src-${v}`, `dst-${v}-${rep}`, 'zstd', '3'),
+      ]);
+      const brokerCpu = cpuOf(broker.pid) - before;
+      const records = JSON.parse(copy.stdout.trim().split('\n').pop()).records;
+      const dir = join(work, `seglift-${v}-${rep}`, `src-${v}-0`);
+      mkdirSync(dirname(dir));
+      sh('cp', ['-a', join(sources, `src-${v}-0`), dir]);
+      const inBytes = logBytes(dir);
+      const seglift = timed('taskset', [
+        '-c',
+        '0',
+        SEGLIFT,
+        'migrate',
+        dir,
+        '--codec',
+        'zstd',
+        '--level',
+        '3',
+        '--include-active',
+        '--concurrency',
+        '1',
+        '--json',
+      ]);
+      const summary = JSON.parse(seglift.stdout.trim().split('\n').pop());
+      runs[v].push({
+        copy,
+        brokerCpu,
+        copyCpu: copy.cpu + brokerCpu,
+        records,
+        seglift,
+        converted: summary.summary?.converted ?? summary.converted,
+        inBytes,
+        dstDisk: allocated(join(logDir, `dst-${v}-${rep}-0`)),
+        segDisk: allocated(dir),
+      });
+      rmSync(dirname(dir), { recursive: true });
+      console.log(
+        `(${v} rep ${rep + 1}: copy ${copy.wall.toFixed(2)} s, ${copy.cpu.toFixed(2)} + broker ${brokerCpu.toFixed(2)} s CPU; seglift ${seglift.wall.toFixed(2)} s, ${seglift.cpu.toFixed(2)} s CPU)`,
+      );
+    }
+
+  const mb = (n) => `${(n / MiB).toFixed(1)} MiB`;
+  const median = (xs) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+  };
+  console.log(
+    `\n${SEGMENTS} segments of ${SEG_MB} MiB magic-1 gzip-9 (src-v1) and the same records as Kafka's producer writes them with gzip-9 (src-v2) -> zstd-3; ${jars.split('/').pop()}; medians of ${REPS} alternating runs\n`,
+  );
+  console.log('| case | measured | target | ok? |');
+  console.log('|---|---:|---|---|');
+  for (const v of ['v1', 'v2']) {
+    const rs = runs[v];
+    const last = rs[rs.length - 1];
+    const copyCpu = median(rs.map((r) => r.copyCpu));
+    const segCpu = median(rs.map((r) => r.seglift.cpu));
+    const ratio = median(rs.map((r) => r.copyCpu / r.seglift.cpu));
+    const label = v === 'v1' ? 'legacy v1 gzip' : 'v2 gzip';
+    const rss = Math.max(...rs.map((r) => r.seglift.rssMiB));
+    console.log(
+      `| ${label} (${mb(last.inBytes)}, ${last.records} records): CPU s, consumer+producer copy (copier + broker) / seglift (${last.converted} segments) | ${copyCpu.toFixed(2)} s (${median(rs.map((r) => r.copy.cpu)).toFixed(2)} + ${median(rs.map((r) => r.brokerCpu)).toFixed(2)}) / ${segCpu.toFixed(2)} s = ${ratio.toFixed(1)}x | >= 3x | ${ratio >= 3 ? 'yes' : 'NO'} |`,
+    );
+    console.log(
+      `| ${label}: wall, copy (copier on core 0) / seglift (core 0) | ${median(rs.map((r) => r.copy.wall)).toFixed(2)} s / ${median(rs.map((r) => r.seglift.wall)).toFixed(2)} s = ${median(rs.map((r) => r.copy.wall / r.seglift.wall)).toFixed(1)}x | | |`,
+    );
+    console.log(
+      `| ${label}: disk written, the copy's new topic / seglift's rewrite | ${mb(last.dstDisk)} / ${mb(last.segDisk)} | | |`,
+    );
+    console.log(
+      `| ${label}: peak RSS, seglift (the copier's JVM) | ${rss.toFixed(0)} MiB (${Math.max(...rs.map((r) => r.copy.rssMiB)).toFixed(0)} MiB) | <= ${RSS_LIMIT_MIB} MiB | ${rss <= RSS_LIMIT_MIB ? 'yes' : 'NO'} |`,
+    );
+  }
+} finally {
+  if (broker?.exitCode === null) await stopBroker().catch(() => broker.kill('SIGKILL'));
+  cleanUp();
+}
