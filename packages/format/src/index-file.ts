@@ -127,6 +127,7 @@ export class SegmentIndexBuilder {
     if (hi >= 0 && hi < 0x100000 && !Number.isNaN(this.baseNumber)) {
       rel = hi * TWO32 + view.getUint32(p + 4) - this.baseNumber + delta;
       if (rel < 0 || rel > INT32_MAX) throw this.notIndexable(view.getBigInt64(p) + BigInt(delta), position);
+      rel |= 0; // a small integer from here on
     } else {
       rel = this.relative(view.getBigInt64(p) + BigInt(delta), position);
     }
