@@ -180,7 +180,7 @@ console.log('|---|---|---|---|');
 for (const c of cases) {
   const ratio = c.floorMs / c.ms;
   console.log(
-    `| ${c.name}: seglift ${(c.ms / 1000).toFixed(2)} s, floor ${(c.floorMs / 1000).toFixed(2)} s | ${ratio.toFixed(2)}x | >= ${c.target.toFixed(2)}x | ${ratio >= c.target ? 'ok' : 'NOT MET'} |`,
+    `| ${c.name}: seglift ${(c.ms / 1000).toFixed(2)} s, floor ${(c.floorMs / 1000).toFixed(2)} s | ${ratio.toFixed(3)}x | >= ${c.target.toFixed(2)}x | ${ratio >= c.target ? 'ok' : 'NOT MET'} |`,
   );
   const rssMiB = c.maxRssKiB / 1024;
   console.log(
