@@ -19,20 +19,11 @@
 // BENCH_V1_MB (256), BENCH_TINY_MB (256), BENCH_SMALL_MB (64, the informational cases),
 // BENCH_BIG_MB (1024), BENCH_DIR (os tmp), BENCH_PIN=0 (never pin).
 // Run: pnpm bench pipeline
-import { spawnSync } from 'node:child_process';
-import {
-  closeSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MiB, writeV1GzipSegment, writeV1TinySegment, writeV2GzipSegment } from './data.mjs';
+import { canPin, childFlags, floorInChild, payloadsOf, runChild, writeList } from './floor.mjs';
 
 const legacy = await import(new URL('../packages/legacy/dist/index.js', import.meta.url).href);
 
@@ -45,37 +36,7 @@ const BIG_MB = Number(process.env.BENCH_BIG_MB ?? 1024);
 const parts = new Set((process.env.BENCH_PARTS ?? 'throughput,memory,migrate').split(','));
 const work = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'seglift-bench-'));
 
-// Children run the way the seglift programs run (PIPELINE_NODE, packages/segment/src/node-flags.ts:
-// its environment and node flags) unless BENCH_MALLOC_ARENA_MAX / BENCH_NODE_FLAGS say
-// otherwise ('' = node's defaults).
-const { PIPELINE_NODE } = await import(
-  new URL('../packages/segment/dist/node-flags.js', import.meta.url).href
-);
-const childEnv = {
-  ...process.env,
-  MALLOC_ARENA_MAX: process.env.BENCH_MALLOC_ARENA_MAX ?? PIPELINE_NODE.env.MALLOC_ARENA_MAX,
-};
-if (childEnv.MALLOC_ARENA_MAX === '') delete childEnv.MALLOC_ARENA_MAX;
-const childFlags = (process.env.BENCH_NODE_FLAGS ?? PIPELINE_NODE.flags.join(' ')).split(' ').filter(Boolean);
-
-// "On N cores": the child may run on that many CPUs (taskset): libuv's I/O threads, V8's compiler
-// thread and the kernel's work for the process share them, as under a CPU limit.
-const canPin =
-  process.env.BENCH_PIN !== '0' &&
-  os.availableParallelism() >= 2 &&
-  spawnSync('taskset', ['-c', '0', 'true']).status === 0;
-function runChild(args, cpus) {
-  const pinned = canPin && cpus !== undefined;
-  const r = spawnSync(
-    pinned ? 'taskset' : process.execPath,
-    pinned ? ['-c', cpus, process.execPath, ...args] : args,
-    { encoding: 'utf8', maxBuffer: 16 * MiB, env: childEnv },
-  );
-  if (r.status !== 0) throw new Error(`child failed: ${r.stderr}`);
-  return JSON.parse(r.stdout.trim().split('\n').pop());
-}
 const segmentDist = new URL('../packages/segment/dist/index.js', import.meta.url).href;
-const formatDist = new URL('../packages/format/dist/index.js', import.meta.url).href;
 
 function convertInChild(logPath, outDir, options, cpus = '0') {
   const script = `
@@ -97,52 +58,6 @@ function convertInChild(logPath, outDir, options, cpus = '0') {
   if (r.result !== 'converted') throw new Error(`not converted: ${r.reason}`);
   return r;
 }
-
-// The floor's inputs: gzip payloads (gunzipped in turn) and the payloads written (zstd-3 then
-// zstd -d), each list cycled to its count, the zstd work interleaved with the gunzips as the
-// pipeline does it. `fromGzip`: zstd compresses each gunzip's output (v2 recompression).
-function writeList(file, buffers) {
-  const fd = openSync(file, 'w');
-  for (const b of buffers) {
-    writeSync(fd, Buffer.from(Uint32Array.of(b.length).buffer));
-    writeSync(fd, b);
-  }
-  closeSync(fd);
-}
-function floorInChild(spec) {
-  const script = `
-    const { readFileSync } = await import('node:fs');
-    const { CompressionType, compress, decompress } = await import(${JSON.stringify(formatDist)});
-    const read = (file) => {
-      if (!file) return [];
-      const all = readFileSync(file);
-      const out = [];
-      for (let p = 0; p < all.length; ) { const n = all.readUInt32LE(p); out.push(all.subarray(p + 4, p + 4 + n)); p += 4 + n; }
-      return out;
-    };
-    const spec = ${JSON.stringify(spec)};
-    const gz = read(spec.gzFile);
-    const raw = read(spec.rawFile);
-    const limit = { magic: 2, maxBytes: 64 * 1024 * 1024 };
-    const zstd = (b) => {
-      const z = compress(CompressionType.ZSTD, b, { level: 3, magic: 2 });
-      decompress(CompressionType.ZSTD, z, { magic: 2, maxBytes: b.length });
-    };
-    const t = performance.now();
-    let done = 0;
-    for (let i = 0; i < spec.gzCount; i++) {
-      const out = decompress(CompressionType.GZIP, gz[i % gz.length], limit);
-      if (spec.fromGzip) zstd(out);
-      while (!spec.fromGzip && done < spec.rawCount && done * spec.gzCount <= i * spec.rawCount) zstd(raw[done++ % raw.length]);
-    }
-    for (; done < spec.rawCount && !spec.fromGzip; done++) zstd(raw[done % raw.length]);
-    console.log(JSON.stringify({ ms: performance.now() - t }));
-  `;
-  return runChild([...childFlags, '--input-type=module', '-e', script], '0').ms;
-}
-
-/** Uncompressed record bytes of `batches` (whole v2 batches, codec none). */
-const payloadsOf = (batches) => batches.map((b) => Buffer.from(b.subarray(61)));
 
 const rows = [];
 const mbps = (bytes, ms) => bytes / 1e6 / (ms / 1000);

@@ -314,3 +314,92 @@ describe('SegmentIndexBuilder: limits and errors (killing mutants of index-file.
     expect([tv.length, tv.timestamp(0), tv.relativeOffset(0), tv.offset(0)]).toEqual([1, 8n, 7, 57n]);
   });
 });
+
+describe('SegmentIndexBuilder.appendBatchAt: the same indexes and errors as append, from the batch header', () => {
+  /** A 61-byte v2 header with the fields appendBatchAt reads (baseOffset, lastOffsetDelta, maxTimestamp). */
+  function header(baseOffset: bigint, lastOffsetDelta: number, maxTimestamp: bigint): DataView {
+    const v = new DataView(new ArrayBuffer(64));
+    // At byte 3 of the buffer: the header need not start at 0.
+    v.setBigInt64(3, baseOffset);
+    v.setInt32(3 + 23, lastOffsetDelta);
+    v.setBigInt64(3 + 35, maxTimestamp);
+    return v;
+  }
+  /** Both builders over the same batches: [indexes or error of append, of appendBatchAt]. */
+  function both(base: bigint, batches: [bigint, number, bigint, number][], interval: number) {
+    const run = (at: boolean) => {
+      const b = new SegmentIndexBuilder(base, { indexIntervalBytes: interval });
+      let position = 0;
+      try {
+        for (const [baseOffset, delta, ts, size] of batches) {
+          if (at) b.appendBatchAt(header(baseOffset, delta, ts), 3, position, size);
+          else b.append(position, size, baseOffset + BigInt(delta), ts);
+          position += size;
+        }
+        const { offsetIndex, timeIndex } = b.finish();
+        return [Buffer.from(offsetIndex).toString('hex'), Buffer.from(timeIndex).toString('hex')];
+      } catch (err) {
+        const e = err as CorruptRecordError;
+        return [e.constructor.name, e.detail, e.position, e.offset];
+      }
+    };
+    return [run(false), run(true)];
+  }
+  // Timestamps of every kind: -1, negative, past 2^53, the int64 ends, equal and going back.
+  const TIMES = [
+    -1n,
+    0n,
+    1_600_000_000_000n,
+    -5n,
+    2n ** 53n + 1n,
+    2n ** 63n - 1n,
+    -(2n ** 63n),
+    4n,
+    2n ** 32n - 1n,
+  ];
+  for (const base of [0n, 1000n, 2n ** 52n - 10n, 2n ** 52n + 7n, 2n ** 62n]) {
+    it(`base offset ${base}: every batch shape gives the same bytes`, () => {
+      let seed = 12345;
+      const rand = () => {
+        seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+        return seed / 0x80000000;
+      };
+      const batches: [bigint, number, bigint, number][] = [];
+      let next = base;
+      for (let i = 0; i < 400; i++) {
+        const delta = Math.floor(rand() * 5);
+        const ts =
+          rand() < 0.5 ? TIMES[Math.floor(rand() * TIMES.length)] : 1_600_000_000_000n + BigInt(i * 7);
+        batches.push([next, delta, ts, 61 + Math.floor(rand() * 300)]);
+        next += BigInt(delta + 1);
+      }
+      const [a, b] = both(base, batches, 200);
+      expect(b).toEqual(a);
+      expect(a[0]).toMatch(/^[0-9a-f]+$/);
+    });
+  }
+  it('an offset below the base, past int32 from it, or not increasing: the same error', () => {
+    for (const batches of [
+      [[5n, 0, 1n, 100]],
+      [[999n, 0, 1n, 100]],
+      [[1000n + 2n ** 31n - 1n, 0, 1n, 100]],
+      [[1000n + 2n ** 31n - 1n, 1, 1n, 100]],
+      [[2n ** 52n + 3n, 0, 1n, 100]],
+      [[-4n, 0, 1n, 100]],
+      [
+        [1000n, 9, 1n, 300],
+        [1005n, 0, 2n, 300],
+        [1003n, 0, 3n, 300],
+      ],
+    ] as [bigint, number, bigint, number][][]) {
+      const [a, b] = both(1000n, batches, 0);
+      expect(b).toEqual(a);
+    }
+    expect(both(1000n, [[999n, 0, 1n, 100]], 0)[1]).toEqual([
+      'CorruptRecordError',
+      'offset 999 does not fit an index relative to base offset 1000',
+      0,
+      999n,
+    ]);
+  });
+});

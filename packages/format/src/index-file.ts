@@ -1,4 +1,5 @@
 import { CorruptRecordError, InvalidArgumentError } from './errors.js';
+import { LAST_OFFSET_DELTA_OFFSET, MAX_TIMESTAMP_OFFSET } from './record-batch.js';
 
 /**
  * Offset and time index files (docs/kafka-format.md §6.2-6.5) rebuilt with LogSegment.recover's rules.
@@ -10,8 +11,12 @@ export const TIME_INDEX_ENTRY_SIZE = 12;
 export const DEFAULT_INDEX_INTERVAL_BYTES = 4096;
 
 const INT32_MAX = 0x7fffffff;
-/** RecordBatch.NO_TIMESTAMP: the time index's implicit last entry when it is empty. */
-const NO_TIMESTAMP = -1n;
+const INT32_MAX_BIG = BigInt(INT32_MAX);
+const TWO32 = 4294967296;
+/** Below 2^52: a batch's base offset (hi word < 2^20) minus it stays exact as a number. */
+const SAFE_OFFSET = 2n ** 52n;
+/** RecordBatch.NO_TIMESTAMP (-1), the time index's implicit last entry when it is empty: its low word. */
+const NO_TIMESTAMP_LO = 0xffffffff;
 
 export interface OffsetIndexEntry {
   offset: bigint;
@@ -56,16 +61,23 @@ export class SegmentIndexBuilder {
   readonly indexIntervalBytes: number;
   private readonly offsets = new GrowableBytes();
   private readonly times = new GrowableBytes();
+  // Offsets are held relative to baseOffset (every one passed the int32 check of `relative`) and
+  // timestamps as int64 halves (hi signed, lo unsigned): exact for every int64, and no BigInt is
+  // made per batch (a rewrite of small messages appends hundreds of thousands).
   private lastIndexedPosition = 0;
-  private lastIndexedOffset = -1n;
-  private maxSoFar = NO_TIMESTAMP;
-  private offsetOfMaxSoFar: bigint;
-  private lastTimeEntryTimestamp = NO_TIMESTAMP;
-  private lastTimeEntryOffset: bigint;
+  private lastIndexedRel = -1;
+  private maxSoFarHi = -1;
+  private maxSoFarLo = NO_TIMESTAMP_LO;
+  private relOfMaxSoFar = 0;
+  private lastTimeHi = -1;
+  private lastTimeLo = NO_TIMESTAMP_LO;
+  private lastTimeRel = 0;
   private hasOffsetEntry = false;
   private hasTimeEntry = false;
   private expectedPosition = 0;
   private finished = false;
+  /** baseOffset as a number when batch offsets can be read as numbers against it, else NaN. */
+  private readonly baseNumber: number;
 
   constructor(baseOffset: bigint, opts: { indexIntervalBytes?: number } = {}) {
     const interval = opts.indexIntervalBytes ?? DEFAULT_INDEX_INTERVAL_BYTES;
@@ -74,77 +86,123 @@ export class SegmentIndexBuilder {
     }
     this.baseOffset = baseOffset;
     this.indexIntervalBytes = interval;
-    this.offsetOfMaxSoFar = baseOffset;
-    this.lastTimeEntryOffset = baseOffset;
+    this.baseNumber = baseOffset >= 0n && baseOffset < SAFE_OFFSET ? Number(baseOffset) : Number.NaN;
   }
 
   private relative(offset: bigint, position: number): number {
     const rel = offset - this.baseOffset;
-    if (rel < 0n || rel > BigInt(INT32_MAX)) {
-      throw new CorruptRecordError(
-        `offset ${offset} does not fit an index relative to base offset ${this.baseOffset}`,
-        { position, offset },
-      );
-    }
+    if (rel < 0n || rel > INT32_MAX_BIG) throw this.notIndexable(offset, position);
     return Number(rel);
   }
 
+  private notIndexable(offset: bigint, position: number): CorruptRecordError {
+    return new CorruptRecordError(
+      `offset ${offset} does not fit an index relative to base offset ${this.baseOffset}`,
+      { position, offset },
+    );
+  }
+
+  private offsetOf(rel: number): bigint {
+    return this.baseOffset + BigInt(rel);
+  }
+
   append(position: number, sizeInBytes: number, lastOffset: bigint, maxTimestamp: bigint): void {
+    this.checkOrder(position);
+    // LogSegment.ensureOffsetInRange: every batch's last offset must be indexable.
+    const rel = this.relative(lastOffset, position);
+    const ts = BigInt.asIntN(64, maxTimestamp);
+    this.add(position, sizeInBytes, rel, Number(ts >> 32n), Number(ts & 0xffffffffn));
+  }
+
+  /**
+   * `append` for the v2 batch whose header is at `view`'s byte `p` (its last offset and
+   * maxTimestamp read from the header), `sizeInBytes` long at file `position`: the same rules,
+   * without a BigInt per batch when the offsets are below 2^52 (always, for a broker's data).
+   */
+  appendBatchAt(view: DataView, p: number, position: number, sizeInBytes: number): void {
+    this.checkOrder(position);
+    const hi = view.getInt32(p);
+    const delta = view.getInt32(p + LAST_OFFSET_DELTA_OFFSET);
+    let rel: number;
+    if (hi >= 0 && hi < 0x100000 && !Number.isNaN(this.baseNumber)) {
+      rel = hi * TWO32 + view.getUint32(p + 4) - this.baseNumber + delta;
+      if (rel < 0 || rel > INT32_MAX) throw this.notIndexable(view.getBigInt64(p) + BigInt(delta), position);
+      rel |= 0; // a small integer from here on
+    } else {
+      rel = this.relative(view.getBigInt64(p) + BigInt(delta), position);
+    }
+    this.add(
+      position,
+      sizeInBytes,
+      rel,
+      view.getInt32(p + MAX_TIMESTAMP_OFFSET),
+      view.getUint32(p + MAX_TIMESTAMP_OFFSET + 4),
+    );
+  }
+
+  private checkOrder(position: number): void {
     if (this.finished) throw new InvalidArgumentError('SegmentIndexBuilder already finished');
     if (position !== this.expectedPosition) {
       throw new InvalidArgumentError(
         `entries must be appended in file order: got position ${position}, expected ${this.expectedPosition}`,
       );
     }
-    // LogSegment.ensureOffsetInRange: every batch's last offset must be indexable.
-    this.relative(lastOffset, position);
-    if (maxTimestamp > this.maxSoFar) {
-      this.maxSoFar = maxTimestamp;
-      this.offsetOfMaxSoFar = lastOffset;
+  }
+
+  private add(position: number, sizeInBytes: number, rel: number, tsHi: number, tsLo: number): void {
+    if (tsHi > this.maxSoFarHi || (tsHi === this.maxSoFarHi && tsLo > this.maxSoFarLo)) {
+      this.maxSoFarHi = tsHi;
+      this.maxSoFarLo = tsLo;
+      this.relOfMaxSoFar = rel;
     }
     if (position - this.lastIndexedPosition > this.indexIntervalBytes) {
-      this.appendOffsetEntry(lastOffset, position);
-      this.maybeAppendTime(this.maxSoFar, this.offsetOfMaxSoFar, position);
+      this.appendOffsetEntry(rel, position);
+      this.maybeAppendTime(position);
       this.lastIndexedPosition = position;
     }
     this.expectedPosition = position + sizeInBytes;
   }
 
-  private appendOffsetEntry(offset: bigint, position: number): void {
+  private appendOffsetEntry(rel: number, position: number): void {
     // OffsetIndex.append: offsets strictly increase.
-    if (this.hasOffsetEntry && offset <= this.lastIndexedOffset) {
+    if (this.hasOffsetEntry && rel <= this.lastIndexedRel) {
+      const offset = this.offsetOf(rel);
       throw new CorruptRecordError(
-        `offset ${offset} is not larger than the last indexed offset ${this.lastIndexedOffset}`,
+        `offset ${offset} is not larger than the last indexed offset ${this.offsetOf(this.lastIndexedRel)}`,
         { position, offset },
       );
     }
-    const rel = this.relative(offset, position);
     const o = this.offsets;
     o.ensure(OFFSET_INDEX_ENTRY_SIZE);
     o.view.setInt32(o.length, rel);
     o.view.setInt32(o.length + 4, position);
     o.length += OFFSET_INDEX_ENTRY_SIZE;
-    this.lastIndexedOffset = offset;
+    this.lastIndexedRel = rel;
     this.hasOffsetEntry = true;
   }
 
-  /** TimeIndex.maybeAppend. */
-  private maybeAppendTime(timestamp: bigint, offset: bigint, position: number): void {
-    if (this.hasTimeEntry && offset < this.lastTimeEntryOffset) {
+  /** TimeIndex.maybeAppend of (maxSoFar, offsetOfMaxSoFar). */
+  private maybeAppendTime(position: number): void {
+    const rel = this.relOfMaxSoFar;
+    if (this.hasTimeEntry && rel < this.lastTimeRel) {
+      const offset = this.offsetOf(rel);
       throw new CorruptRecordError(
-        `time index offset ${offset} is below the last entry's offset ${this.lastTimeEntryOffset}`,
+        `time index offset ${offset} is below the last entry's offset ${this.offsetOf(this.lastTimeRel)}`,
         { position, offset },
       );
     }
-    if (timestamp > this.lastTimeEntryTimestamp) {
-      const rel = this.relative(offset, position);
+    const hi = this.maxSoFarHi;
+    const lo = this.maxSoFarLo;
+    if (hi > this.lastTimeHi || (hi === this.lastTimeHi && lo > this.lastTimeLo)) {
       const t = this.times;
       t.ensure(TIME_INDEX_ENTRY_SIZE);
-      t.view.setBigInt64(t.length, timestamp);
+      t.view.setInt32(t.length, hi);
+      t.view.setUint32(t.length + 4, lo);
       t.view.setInt32(t.length + 8, rel);
       t.length += TIME_INDEX_ENTRY_SIZE;
-      this.lastTimeEntryTimestamp = timestamp;
-      this.lastTimeEntryOffset = offset;
+      this.lastTimeHi = hi;
+      this.lastTimeLo = lo;
+      this.lastTimeRel = rel;
       this.hasTimeEntry = true;
     }
   }
@@ -152,7 +210,7 @@ export class SegmentIndexBuilder {
   /** Final time index entry (as after recover's loop) and the trimmed index bytes. */
   finish(): SegmentIndexes {
     if (!this.finished) {
-      this.maybeAppendTime(this.maxSoFar, this.offsetOfMaxSoFar, this.expectedPosition);
+      this.maybeAppendTime(this.expectedPosition);
       this.finished = true;
     }
     return {

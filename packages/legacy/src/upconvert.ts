@@ -329,6 +329,11 @@ function mismatch(detail: string, offset: number | bigint): VerifyMismatchError 
   return new VerifyMismatchError('upconverted batch', detail, { offset: BigInt(offset) });
 }
 
+/** A batch header field read back holds what it must (a function, not a closure made per batch). */
+function expectHeader(base: number, ok: boolean, what: string): void {
+  if (!ok) throw mismatch(`header ${what}`, base);
+}
+
 export class Upconverter {
   readonly grouping: Grouping;
   readonly codec: CompressionId;
@@ -810,32 +815,34 @@ export class Upconverter {
   ): void {
     const b = this.out.buf;
     const base = this.baseOffset;
-    const expect = (ok: boolean, what: string) => {
-      if (!ok) throw mismatch(`header ${what}`, base);
-    };
-    expect(smallInt64At(b, at) === base, 'baseOffset');
-    expect(int32At(b, at + LENGTH_OFFSET) === size - LOG_OVERHEAD, 'batchLength');
-    expect(
+    expectHeader(base, smallInt64At(b, at) === base, 'baseOffset');
+    expectHeader(base, int32At(b, at + LENGTH_OFFSET) === size - LOG_OVERHEAD, 'batchLength');
+    expectHeader(
+      base,
       int32At(b, at + PARTITION_LEADER_EPOCH_OFFSET) === -1 && b[at + MAGIC_OFFSET] === 2,
       'partitionLeaderEpoch or magic',
     );
     const attributes = (b[at + ATTRIBUTES_OFFSET] << 8) | b[at + ATTRIBUTES_OFFSET + 1];
-    expect(
+    expectHeader(
+      base,
       attributes === ((this.pendingLogAppend ? TIMESTAMP_TYPE_LOG_APPEND_TIME : 0) | this.codec),
       'attributes',
     );
-    expect(
+    expectHeader(
+      base,
       int32At(b, at + LAST_OFFSET_DELTA_OFFSET) === lastOffsetDelta && lastOffsetDelta >= 0,
       'lastOffsetDelta',
     );
-    expect(smallInt64At(b, at + BASE_TIMESTAMP_OFFSET) === this.baseTimestamp, 'baseTimestamp');
-    expect(smallInt64At(b, at + MAX_TIMESTAMP_OFFSET) === maxTimestamp, 'maxTimestamp');
-    expect(
+    expectHeader(base, smallInt64At(b, at + BASE_TIMESTAMP_OFFSET) === this.baseTimestamp, 'baseTimestamp');
+    expectHeader(base, smallInt64At(b, at + MAX_TIMESTAMP_OFFSET) === maxTimestamp, 'maxTimestamp');
+    expectHeader(
+      base,
       smallInt64At(b, at + PRODUCER_ID_OFFSET) === -1 &&
         ((b[at + PRODUCER_EPOCH_OFFSET] << 8) | b[at + PRODUCER_EPOCH_OFFSET + 1]) === 0xffff,
       'producer',
     );
-    expect(
+    expectHeader(
+      base,
       int32At(b, at + BASE_SEQUENCE_OFFSET) === -1 && int32At(b, at + RECORDS_COUNT_OFFSET) === n,
       'baseSequence or count',
     );

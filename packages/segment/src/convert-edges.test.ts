@@ -90,7 +90,10 @@ function smallV1Entries(n: number): Uint8Array[] {
  * written from position 0, and these cases start 2 GiB into one.
  */
 function indexAt(positions: number[] = []): SegmentIndexBuilder {
-  return { append: (position: number) => positions.push(position) } as unknown as SegmentIndexBuilder;
+  return {
+    append: (position: number) => positions.push(position),
+    appendBatchAt: (_view: DataView, _p: number, position: number) => positions.push(position),
+  } as unknown as SegmentIndexBuilder;
 }
 
 describe('SegmentWriter: a rewritten segment keeps int32 positions', () => {

@@ -1,4 +1,11 @@
-import { type OffsetIndexView, offsetIndexView, type TimeIndexView, timeIndexView } from '@seglift/format';
+import {
+  LAST_OFFSET_DELTA_OFFSET,
+  MAX_TIMESTAMP_OFFSET,
+  type OffsetIndexView,
+  offsetIndexView,
+  type TimeIndexView,
+  timeIndexView,
+} from '@seglift/format';
 
 export interface IndexProblem {
   file: string;
@@ -27,6 +34,8 @@ export class IndexChecker {
   /** Per slot: whether a batch with that last offset was seen, and the first one's maxTimestamp. */
   private readonly seen: Uint8Array;
   private readonly seenTimestamp: BigInt64Array;
+  /** baseOffset as a number when below 2^52 (batchAt's arithmetic stays exact), else NaN. */
+  private readonly baseNumber: number;
 
   constructor(
     private readonly indexFile: string,
@@ -52,6 +61,7 @@ export class IndexChecker {
         });
       }
     }
+    this.baseNumber = baseOffset >= 0n && baseOffset < 2n ** 52n ? Number(baseOffset) : Number.NaN;
     this.seen = new Uint8Array(this.times.length);
     this.seenTimestamp = new BigInt64Array(this.times.length);
     for (let i = 0; i < this.times.length; i++) {
@@ -92,6 +102,38 @@ export class IndexChecker {
 
   /** One batch (or shallow legacy entry) of the log, in file order. */
   batch(position: number, lastOffset: bigint, maxTimestamp: bigint): void {
+    const rel = lastOffset - this.baseOffset;
+    this.lastOffset = lastOffset;
+    this.maxTimestamp = maxTimestamp;
+    this.header = undefined;
+    this.check(position, rel >= INT32_MIN && rel <= INT32_MAX ? Number(rel) : Number.NaN);
+  }
+
+  /**
+   * `batch` for the v2 batch whose header is at `view`'s byte `p`: the same checks, its last
+   * offset and maxTimestamp made BigInts only where a problem or a time index entry needs them.
+   */
+  batchAt(view: DataView, p: number, position: number): void {
+    const hi = view.getInt32(p);
+    if (hi < 0 || hi >= 0x100000 || Number.isNaN(this.baseNumber)) {
+      this.batch(
+        position,
+        view.getBigInt64(p) + BigInt(view.getInt32(p + LAST_OFFSET_DELTA_OFFSET)),
+        view.getBigInt64(p + MAX_TIMESTAMP_OFFSET),
+      );
+      return;
+    }
+    // Both below 2^52: the difference is exact.
+    const rel =
+      hi * TWO32 + view.getUint32(p + 4) - this.baseNumber + view.getInt32(p + LAST_OFFSET_DELTA_OFFSET);
+    this.header = view;
+    this.headerAt = p;
+    // `| 0`: a small integer, which the Map of wanted offsets hashes fastest.
+    this.check(position, rel >= -TWO31 && rel < TWO31 ? rel | 0 : Number.NaN);
+  }
+
+  /** `rel`: the last offset relative to the base when it fits an int32 (as index entries do), else NaN. */
+  private check(position: number, rel: number): void {
     while (
       this.nextOffsetEntry < this.offsets.length &&
       this.offsets.position(this.nextOffsetEntry) < position
@@ -111,28 +153,41 @@ export class IndexChecker {
       this.offsets.position(this.nextOffsetEntry) === position
     ) {
       const i = this.nextOffsetEntry;
-      const offset = this.offsets.offset(i);
-      if (offset !== lastOffset) {
+      if (this.offsets.relativeOffset(i) !== rel) {
+        const offset = this.offsets.offset(i);
         this.add({
           file: this.indexFile,
           entry: i,
           offset,
           position,
-          message: `index offset ${offset}, log offset ${lastOffset}`,
+          message: `index offset ${offset}, log offset ${this.batchLastOffset()}`,
         });
       }
       this.nextOffsetEntry++;
     }
-    if (this.wanted.size > 0) {
-      const rel = lastOffset - this.baseOffset;
-      if (rel >= INT32_MIN && rel <= INT32_MAX) {
-        const slot = this.wanted.get(Number(rel));
-        if (slot !== undefined && this.seen[slot] === 0) {
-          this.seen[slot] = 1;
-          this.seenTimestamp[slot] = maxTimestamp;
-        }
+    if (this.wanted.size > 0 && !Number.isNaN(rel)) {
+      const slot = this.wanted.get(rel);
+      if (slot !== undefined && this.seen[slot] === 0) {
+        this.seen[slot] = 1;
+        this.seenTimestamp[slot] = this.batchMaxTimestamp();
       }
     }
+  }
+
+  // The batch being checked: its header (batchAt) or its fields (batch).
+  private header: DataView | undefined;
+  private headerAt = 0;
+  private lastOffset = 0n;
+  private maxTimestamp = 0n;
+
+  private batchLastOffset(): bigint {
+    const v = this.header;
+    const p = this.headerAt;
+    return v ? v.getBigInt64(p) + BigInt(v.getInt32(p + LAST_OFFSET_DELTA_OFFSET)) : this.lastOffset;
+  }
+
+  private batchMaxTimestamp(): bigint {
+    return this.header ? this.header.getBigInt64(this.headerAt + MAX_TIMESTAMP_OFFSET) : this.maxTimestamp;
   }
 
   finish(): IndexProblem[] {
@@ -172,3 +227,5 @@ export class IndexChecker {
 const EMPTY = new Uint8Array(0);
 const INT32_MIN = -(2n ** 31n);
 const INT32_MAX = 2n ** 31n - 1n;
+const TWO31 = 2 ** 31;
+const TWO32 = 2 ** 32;

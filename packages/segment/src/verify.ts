@@ -5,12 +5,10 @@ import {
   CRC_OFFSET,
   crc32cRange,
   crc32Range,
-  LAST_OFFSET_DELTA_OFFSET,
   type LogicalRecord,
   logicalRecordsEqual,
   logicalRecordsOfBatch,
   MAGIC_OFFSET,
-  MAX_TIMESTAMP_OFFSET,
   type RecordBatchHeader,
   SegmentIndexBuilder,
 } from '@seglift/format';
@@ -148,6 +146,13 @@ class EntryCursor {
   }
 }
 
+/** Where the output's batches go as verify reads them: the index rebuild and the index check. */
+interface OutputBatchSink {
+  batch(position: number, size: number, lastOffset: bigint, maxTimestamp: bigint): void;
+  /** The same for the v2 batch whose header is at `view`'s byte `p` (no BigInt per batch). */
+  batchAt(view: DataView, p: number, position: number, size: number): void;
+}
+
 /** Header fields a recompressed or copied batch keeps (all but length, CRC and the codec bits). */
 function headerDiff(a: RecordBatchHeader, b: RecordBatchHeader): string | null {
   const fields = [
@@ -216,9 +221,15 @@ export async function verifyRewrite(
   const timeIndexBytes = await readFile(out.timeindex);
   const checker = new IndexChecker(out.index, indexBytes, out.timeindex, timeIndexBytes, opts.baseOffset);
   const builder = new SegmentIndexBuilder(opts.baseOffset, { indexIntervalBytes: opts.indexIntervalBytes });
-  const onOutputBatch = (position: number, size: number, lastOffset: bigint, maxTimestamp: bigint) => {
-    builder.append(position, size, lastOffset, maxTimestamp);
-    checker.batch(position, lastOffset, maxTimestamp);
+  const onOutputBatch: OutputBatchSink = {
+    batch(position, size, lastOffset, maxTimestamp) {
+      builder.append(position, size, lastOffset, maxTimestamp);
+      checker.batch(position, lastOffset, maxTimestamp);
+    },
+    batchAt(view, p, position, size) {
+      builder.appendBatchAt(view, p, position, size);
+      checker.batchAt(view, p, position);
+    },
   };
   const lockstep = new Lockstep(source, out.log, opts, onOutputBatch);
   try {
@@ -279,12 +290,7 @@ class Lockstep {
     source: SegmentSource,
     private readonly outLog: string,
     private readonly opts: VerifyRewriteOptions,
-    private readonly onOutputBatch: (
-      position: number,
-      size: number,
-      lastOffset: bigint,
-      maxTimestamp: bigint,
-    ) => void,
+    private readonly onOutputBatch: OutputBatchSink,
   ) {
     this.source = source.name;
     const common = { maxEntryBytes: opts.maxEntryBytes, signal: opts.signal, reuseBuffers: true };
@@ -299,7 +305,7 @@ class Lockstep {
     this.outOpts = {
       maxDecompressedBytes: opts.maxDecompressedBytes,
       v2Only: true,
-      onEntry: (info) => onOutputBatch(info.position, info.size, info.lastOffset, info.maxTimestamp),
+      onEntry: (info) => onOutputBatch.batch(info.position, info.size, info.lastOffset, info.maxTimestamp),
     };
   }
 
@@ -440,6 +446,7 @@ class Lockstep {
       if (!(await dst.ready())) break;
       const from = dst.p;
       const b = dst.bytes;
+      const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
       while (dst.p < dst.end && dst.position < run.outputEnd) {
         const p = dst.p;
         const size = entrySizeAt(b, p);
@@ -452,8 +459,7 @@ class Lockstep {
           checkedEntryOf(dst.take(), this.outLog, this.outOpts);
           throw this.mismatch('batch', 'rewritten batch failed its checks', position);
         }
-        const lastOffset = b.readBigInt64BE(p) + BigInt(b.readInt32BE(p + LAST_OFFSET_DELTA_OFFSET));
-        this.onOutputBatch(position, size, lastOffset, b.readBigInt64BE(p + MAX_TIMESTAMP_OFFSET));
+        this.onOutputBatch.batchAt(view, p, position, size);
         batches++;
         dst.p += size;
       }

@@ -6,10 +6,8 @@ import {
   batchLastOffset,
   COMPRESSION_CODEC_MASK,
   CorruptRecordError,
-  LAST_OFFSET_DELTA_OFFSET,
   LENGTH_OFFSET,
   LOG_OVERHEAD,
-  MAX_TIMESTAMP_OFFSET,
   RECORDS_COUNT_OFFSET,
   readRecordBatchHeader,
   type SegmentIndexBuilder,
@@ -86,20 +84,14 @@ export class SegmentWriter {
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     for (let p = 0; p < bytes.length; ) {
       const size = view.getInt32(p + LENGTH_OFFSET) + LOG_OVERHEAD;
-      const baseOffset = view.getBigInt64(p);
       if (this.position + size > MAX_SEGMENT_BYTES) {
         throw new CorruptRecordError('rewritten segment would exceed 2 GiB (positions are int32)', {
           file: this.file,
           position: this.position,
-          offset: baseOffset,
+          offset: view.getBigInt64(p),
         });
       }
-      this.index.append(
-        this.position,
-        size,
-        baseOffset + BigInt(view.getInt32(p + LAST_OFFSET_DELTA_OFFSET)),
-        view.getBigInt64(p + MAX_TIMESTAMP_OFFSET),
-      );
+      this.index.appendBatchAt(view, p, this.position, size);
       const key = formatKey(2, view.getInt16(p + ATTRIBUTES_OFFSET) & COMPRESSION_CODEC_MASK);
       this.codecOut[key] = (this.codecOut[key] ?? 0) + 1;
       this.batches++;
