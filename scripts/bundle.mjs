@@ -29,19 +29,36 @@ const REPO = fileURLToPath(new URL('..', import.meta.url));
 /** Whether a resolved file is one of ours (a workspace package or app, not a dependency). */
 const isOurs = (file) => file.startsWith(REPO) && !file.split(sep).includes('node_modules');
 
-/** `export { a, b as c } from './x.js'` lines of a package index: exported name -> [file, name]. */
-function reExports(indexFile) {
+/**
+ * What a module of ours (tsc's output) exports, and from where: exported name -> [file, name].
+ * Reads `export { a, b as c } from './x.js'`, `export * from './y.js'` (y's own, recursively),
+ * `export { d }` and `export const|function|class e`: the forms tsc writes.
+ */
+function exportsOf(file, seen = new Set()) {
   const map = new Map();
-  const text = readFileSync(indexFile, 'utf8');
-  for (const m of text.matchAll(/^export\s*\{([^}]*)\}\s*from\s*'(\.[^']+)';/gm)) {
-    const file = join(dirname(indexFile), m[2]);
-    for (const spec of m[1]
+  if (seen.has(file)) return map;
+  seen.add(file);
+  const text = readFileSync(file, 'utf8');
+  const list = (names, from) => {
+    for (const spec of names
       .split(',')
       .map((x) => x.trim())
       .filter(Boolean)) {
       const [name, as = name] = spec.split(/\s+as\s+/);
-      map.set(as, [file, name]);
+      map.set(as, [from, name]);
     }
+  };
+  for (const m of text.matchAll(/^export\s*\{([^}]*)\}\s*from\s*'(\.[^']+)';/gm)) {
+    list(m[1], join(dirname(file), m[2]));
+  }
+  for (const m of text.matchAll(/^export \* from '(\.[^']+)';/gm)) {
+    for (const [k, v] of exportsOf(join(dirname(file), m[1]), seen)) if (k !== 'default') map.set(k, v);
+  }
+  for (const m of text.matchAll(/^export\s*\{([^}]*)\};/gm)) list(m[1], file);
+  for (const m of text.matchAll(
+    /^export (?:async )?(?:function\*?|class|const|let|var) ([A-Za-z_$][\w$]*)/gm,
+  )) {
+    map.set(m[1], [file, m[1]]);
   }
   return map;
 }
@@ -52,10 +69,10 @@ const IMPORT_FROM_WORKSPACE = /\b(import|export)\s*\{([^}]*)\}\s*from\s*'(@segli
  * Our workspace packages run nothing when imported (no top-level effects: a rule of the
  * repository), so a program loads only the modules whose exports it uses. Two steps: they are
  * marked free of side effects, and an import of names from a package's index is rewritten to
- * import each name from the module that defines it (the index is a list of re-exports): esbuild
+ * import each name from the module that defines it (an index is a list of re-exports): esbuild
  * would otherwise load every module an index names, so that `seglift inspect`, importing
  * parseFlags from @seglift/config, would load its zod schema, yaml and logger too. An import
- * naming anything the index does not re-export by name (`export *`) is left as it is.
+ * naming anything not found so (a form exportsOf does not read) is left as it is.
  */
 const workspaceModulesOnly = {
   name: 'workspace-modules-only',
@@ -83,7 +100,7 @@ const workspaceModulesOnly = {
       const index = async (pkg) => {
         if (!indexes.has(pkg)) {
           const r = await b.resolve(pkg, { kind: 'import-statement', resolveDir, pluginData: 'inner' });
-          indexes.set(pkg, r.errors.length === 0 && isOurs(r.path) ? reExports(r.path) : new Map());
+          indexes.set(pkg, r.errors.length === 0 && isOurs(r.path) ? exportsOf(r.path) : new Map());
         }
         return indexes.get(pkg);
       };
