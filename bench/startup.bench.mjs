@@ -107,10 +107,7 @@ const threadEntry = [
 writeFileSync(threadFile, threadScript);
 row(
   'a conversion thread ready (to its first answer)',
-  paired(
-    [process.execPath, threadFile, threadEntry],
-    [process.execPath, threadFile, 'floor'],
-  ),
+  paired([process.execPath, threadFile, threadEntry], [process.execPath, threadFile, 'floor']),
 );
 rmSync(work, { recursive: true, force: true });
 
