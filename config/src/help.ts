@@ -5,7 +5,7 @@
  */
 import { CONVERSION_SETTINGS, type ConversionSetting } from '@seglift/segment';
 import type { FlagOptions } from './flags.js';
-import { CONFIG_FILE_ENV, ENV_VARS } from './load.js';
+import { CONFIG_FILE_ENV, ENV_VARS } from './names.js';
 import type { MetricsProgram } from './schema.js';
 
 /** `[setting, what it does]`; the setting must be one of ENV_VARS' paths. */

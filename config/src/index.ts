@@ -9,20 +9,17 @@ export {
   usageProblems,
 } from './help.js';
 export {
-  CONFIG_FILE_ENV,
-  ENV_VARS,
   type LoadConfigOptions,
   type LoadedConfig,
   loadConfig,
   loadConfigWithSources,
-  OTHER_ENV_VARS,
   unknownEnvWarnings,
   validateConfig,
 } from './load.js';
+export { CODECS, CONFIG_FILE_ENV, ENV_VARS, OTHER_ENV_VARS } from './names.js';
 export { type PipelineOptions, pipelineOptions } from './pipeline.js';
 export { type FormatConfigOptions, formatConfig, REDACTED, redactConfig, redactUrl } from './redact.js';
 export {
-  CODECS,
   type Config,
   type ConfigInput,
   ConfigSchema,

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { CONFIG_FILE_ENV, ENV_VARS } from './load.js';
+import { CONFIG_FILE_ENV, ENV_VARS } from './names.js';
 
 describe('config/README.md', () => {
   it('names every SEGLIFT_* variable ENV_VARS maps, and no other', () => {

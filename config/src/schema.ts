@@ -1,12 +1,10 @@
 import { availableParallelism } from 'node:os';
 import { isAbsolute } from 'node:path';
-import { CODEC_REGISTRY, type CodecName, DEFAULT_MAX_BATCH_BYTES } from '@seglift/format';
+import { DEFAULT_MAX_BATCH_BYTES } from '@seglift/format';
 import { DEFAULT_COALESCE_BYTES } from '@seglift/legacy';
 import { CONVERSION_SETTINGS, type ConversionSetting, type ConversionSettings } from '@seglift/segment';
 import { z } from 'zod';
 
-/** Kafka's codec names, from @seglift/format's codec registry: none, gzip, snappy, lz4, zstd. */
-export const CODECS = CODEC_REGISTRY.map((c) => c.name) as [CodecName, ...CodecName[]];
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** The metrics port of each program when metrics.port is not set: different, so both run on one host. */

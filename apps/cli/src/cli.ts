@@ -1,23 +1,53 @@
 import type { Command, CommandContext } from './command.js';
-import { auditCommand } from './commands/audit.js';
-import { configCommand } from './commands/config.js';
-import { convertCommand } from './commands/convert.js';
-import { inspectCommand } from './commands/inspect.js';
-import { migrateCommand } from './commands/migrate.js';
-import { tierPrepareCommand } from './commands/tier-prepare.js';
-import { verifyCommand } from './commands/verify.js';
 import { EXIT_CODES_HELP, ExitCode, exitCodeOf, formatError, UsageError } from './exit-codes.js';
 import { type CliIO, LineWriter, processIO } from './io.js';
 import { cliVersion } from './version.js';
 
-export const COMMANDS: readonly Command[] = [
-  inspectCommand,
-  verifyCommand,
-  convertCommand,
-  migrateCommand,
-  auditCommand,
-  configCommand,
-  tierPrepareCommand,
+/** A command as the main help lists it; its module is loaded only when it runs or shows its help. */
+export interface CommandEntry {
+  name: string;
+  summary: string;
+  load(): Promise<Command>;
+}
+
+// Loaded on demand: `seglift --version` and `--help` load none of them, and `seglift inspect`
+// does not pay for migrate's pool or audit's settings (issue 26; measured in bench/startup).
+export const COMMANDS: readonly CommandEntry[] = [
+  {
+    name: 'inspect',
+    summary: 'dump .log/.index/.timeindex files like kafka-dump-log.sh',
+    load: async () => (await import('./commands/inspect.js')).inspectCommand,
+  },
+  {
+    name: 'verify',
+    summary: 'check CRCs, structure, offsets and indexes of segments',
+    load: async () => (await import('./commands/verify.js')).verifyCommand,
+  },
+  {
+    name: 'convert',
+    summary: 'upconvert/recompress segments to a target codec (--out DIR or --in-place)',
+    load: async () => (await import('./commands/convert.js')).convertCommand,
+  },
+  {
+    name: 'migrate',
+    summary: 'convert every closed segment of log dirs in place, in parallel',
+    load: async () => (await import('./commands/migrate.js')).migrateCommand,
+  },
+  {
+    name: 'audit',
+    summary: 'Kafka 4 readiness: legacy data, codecs, what a migrate would change and the disk it needs',
+    load: async () => (await import('./commands/audit.js')).auditCommand,
+  },
+  {
+    name: 'config',
+    summary: 'config print: the effective configuration, secrets redacted',
+    load: async () => (await import('./commands/config.js')).configCommand,
+  },
+  {
+    name: 'tier-prepare',
+    summary: 'write what tiered storage needs of old segments (producer snapshots, leader epochs)',
+    load: async () => (await import('./commands/tier-prepare.js')).tierPrepareCommand,
+  },
 ];
 
 export function mainHelp(): string {
@@ -72,8 +102,9 @@ async function dispatch(argv: string[], ctx: CommandContext): Promise<number> {
     ctx.out.line(cliVersion());
     return ExitCode.OK;
   }
-  const command = COMMANDS.find((c) => c.name === name);
-  if (!command) throw new UsageError(`unknown command '${name}'`);
+  const entry = COMMANDS.find((c) => c.name === name);
+  if (!entry) throw new UsageError(`unknown command '${name}'`);
+  const command = await entry.load();
   if (rest.includes('--help') || rest.includes('-h')) {
     ctx.out.write(command.help);
     return ExitCode.OK;

@@ -10,7 +10,6 @@ export interface CommandContext {
 
 export interface Command {
   name: string;
-  summary: string;
   help: string;
   run(argv: string[], ctx: CommandContext): Promise<number>;
 }

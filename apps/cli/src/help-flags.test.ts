@@ -25,7 +25,8 @@ describe('--help names every flag its command accepts', () => {
       await run(c.name === 'config' ? ['config', 'print', '--not-a-flag'] : [c.name, '--not-a-flag']);
       const options = seen.get(c.name === 'config' ? 'config' : c.name);
       expect(options, `${c.name} never called parse`).toBeDefined();
-      const missing = Object.keys(options ?? {}).filter((name) => !new RegExp(`--${name}\\b`).test(c.help));
+      const { help } = await c.load();
+      const missing = Object.keys(options ?? {}).filter((name) => !new RegExp(`--${name}\\b`).test(help));
       expect(missing).toEqual([]);
       expect(Object.keys(options ?? {}).length).toBeGreaterThan(0);
     });

@@ -7,14 +7,30 @@
 import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Config } from '@seglift/config';
-import { type Logger, type SegliftMetrics, sampleQueueOnScrape } from '@seglift/observability';
-import { createRedis, openQueue, runQueueProgram, type StopSignal } from '@seglift/queue';
+import type { Logger, SegliftMetrics } from '@seglift/observability';
+import { type openQueue, runQueueProgram, type StopSignal } from '@seglift/queue';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { runOnce } from './once.js';
-import { JobPlanner } from './plan.js';
+import type { JobPlanner } from './plan.js';
 import { EXIT_OK, EXIT_RUNTIME, EXIT_SEGMENTS_FAILED, EXIT_USAGE, HELP, OPTIONS, PROGRAM } from './usage.js';
-import { startWatching } from './watch.js';
+
+/** What a run needs beyond its flags: loaded once flags are read (--help needs none of it). */
+const loadRun = () =>
+  Promise.all([
+    import('@seglift/observability'),
+    import('@seglift/queue'),
+    import('./once.js'),
+    import('./plan.js'),
+    import('./watch.js'),
+  ]).then(([observability, queue, once, plan, watch]) => ({
+    sampleQueueOnScrape: observability.sampleQueueOnScrape,
+    createRedis: queue.createRedis,
+    openQueue: queue.openQueue,
+    runOnce: once.runOnce,
+    JobPlanner: plan.JobPlanner,
+    startWatching: watch.startWatching,
+  }));
+type Run = Awaited<ReturnType<typeof loadRun>>;
 
 runQueueProgram({
   name: PROGRAM,
@@ -28,6 +44,8 @@ runQueueProgram({
   // --once alone is done in moments: nothing to scrape.
   serves: (values) => values.once !== true || values.wait === true,
   async run({ values, config, logger, metrics, server, setReady, stopSignal }) {
+    const run = await loadRun();
+    const { createRedis, openQueue, JobPlanner } = run;
     const redis = createRedis(config.redis.url);
     redis.on('error', (err) => logger.warn({ err }, 'redis error'));
     setReady(async () => (await redis.ping().catch(() => '')) === 'PONG');
@@ -42,14 +60,14 @@ runQueueProgram({
       }
       const queue = openQueue(config, redis);
       queue.on('error', (err) => logger.warn({ err }, 'queue error'));
-      const stopGauge = server ? queueGauge(queue, metrics) : () => {};
+      const stopGauge = server ? queueGauge(run, queue, metrics) : () => {};
       try {
         if (values.once === true) {
           if (server) logger.info({ metricsPort: server.port }, 'serving /metrics, /healthz, /readyz');
-          return await scanOnce(config, queue, redis, logger, values.wait === true, planner);
+          return await scanOnce(run, config, queue, redis, logger, values.wait === true, planner);
         }
         // The daemon says its port with 'watching', once it listens for signals.
-        return await watch(config, queue, redis, logger, server?.port, planner, stopSignal);
+        return await watch(run, config, queue, redis, logger, server?.port, planner, stopSignal);
       } finally {
         stopGauge();
         await queue.close();
@@ -72,6 +90,7 @@ async function refusals(planner: JobPlanner): Promise<Array<{ logDir: string; re
 
 /** `--once [--wait]`: the migration's result as the exit code. */
 async function scanOnce(
+  { runOnce }: Run,
   config: Config,
   queue: ReturnType<typeof openQueue>,
   redis: Redis,
@@ -124,6 +143,7 @@ async function scanOnce(
 
 /** The daemon: chokidar on the roots until SIGTERM/SIGINT. */
 async function watch(
+  { startWatching }: Run,
   config: Config,
   queue: Queue,
   redis: Redis,
@@ -152,6 +172,6 @@ async function watch(
 }
 
 /** seglift_queue_jobs{state}, read from the queue at each scrape; returns the stop function. */
-function queueGauge(queue: Queue, metrics: SegliftMetrics): () => void {
+function queueGauge({ sampleQueueOnScrape }: Run, queue: Queue, metrics: SegliftMetrics): () => void {
   return sampleQueueOnScrape(metrics, () => queue.getJobCounts('waiting', 'active', 'failed', 'completed'));
 }

@@ -7,9 +7,8 @@
  * 143 (SIGTERM) / 130 (SIGINT): the queue was not drained, so a parallel Job must not count this
  * pod as a success (one succeeded pod ends a Job without completions) and must replace it.
  */
-import { asInt, runQueueProgram, type StopSignal, signalExitCode, waitUntilDrained } from '@seglift/queue';
+import { asInt, runQueueProgram, type StopSignal, signalExitCode } from '@seglift/queue';
 import { EXIT_OK, HELP, OPTIONS, PROGRAM } from './usage.js';
-import { startWorker } from './worker.js';
 
 runQueueProgram({
   name: PROGRAM,
@@ -23,6 +22,11 @@ runQueueProgram({
   async run({ values, config, logger, metrics, server, setReady, stopSignal }) {
     const jobMode = values['exit-when-drained'] === true;
     const idleMs = Number(values['idle-ms'] ?? 30_000);
+    // Loaded here, not at start: --help and a usage error need neither BullMQ nor the pipeline.
+    const [{ waitUntilDrained }, { startWorker }] = await Promise.all([
+      import('@seglift/queue'),
+      import('./worker.js'),
+    ]);
     const handle = await startWorker({ config, logger, metrics });
     setReady(async () => handle.worker.isRunning() && (await handle.redis.ping().catch(() => '')) === 'PONG');
     const stopDrainWatch = new AbortController();

@@ -1,4 +1,8 @@
-import { crc32 as nodeRsCrc32, crc32c as nodeRsCrc32c } from '@node-rs/crc32';
+import type * as NodeRsCrc32 from '@node-rs/crc32';
+import { lazyNative } from './codecs/util.js';
+
+/** @node-rs/crc32, dlopened at the first long input (start-up pays nothing for it). */
+const nodeRs = lazyNative<typeof NodeRsCrc32>('@node-rs/crc32');
 
 /**
  * CRC-32 and CRC-32C. Long inputs go to @node-rs/crc32 (SIMD/hardware, several GB/s); below
@@ -83,13 +87,13 @@ function small(t: Int32Array, buf: Uint8Array, start: number, end: number, initi
 export function crc32(data: Uint8Array, initial = 0): number {
   if (data.length < SMALL) return small(CRC32_TABLES, data, 0, data.length, initial);
   // @node-rs/crc32 takes any Uint8Array: no Buffer is made per call.
-  return nodeRsCrc32(data, initial) >>> 0;
+  return nodeRs().crc32(data, initial) >>> 0;
 }
 
 /** CRC-32C (Castagnoli), the v2 record batch checksum (docs/kafka-format.md §5.2). Unsigned. */
 export function crc32c(data: Uint8Array, initial = 0): number {
   if (data.length < SMALL) return small(CRC32C_TABLES, data, 0, data.length, initial);
-  return nodeRsCrc32c(data, initial) >>> 0;
+  return nodeRs().crc32c(data, initial) >>> 0;
 }
 
 /** A view of `buf[start, end)` for the native code (the DataView cache knows its ArrayBuffer). */
@@ -101,11 +105,11 @@ function range(buf: Uint8Array, start: number, end: number): Uint8Array {
 /** crc32 of `buf[start, end)`, without a subarray. */
 export function crc32Range(buf: Uint8Array, start: number, end: number, initial = 0): number {
   if (end - start < SMALL) return small(CRC32_TABLES, buf, start, end, initial);
-  return nodeRsCrc32(range(buf, start, end), initial) >>> 0;
+  return nodeRs().crc32(range(buf, start, end), initial) >>> 0;
 }
 
 /** crc32c of `buf[start, end)`, without a subarray. */
 export function crc32cRange(buf: Uint8Array, start: number, end: number, initial = 0): number {
   if (end - start < SMALL) return small(CRC32C_TABLES, buf, start, end, initial);
-  return nodeRsCrc32c(range(buf, start, end), initial) >>> 0;
+  return nodeRs().crc32c(range(buf, start, end), initial) >>> 0;
 }

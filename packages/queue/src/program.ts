@@ -8,25 +8,13 @@
 import { constants } from 'node:os';
 import {
   type Config,
-  ConfigError,
   FlagError,
   type FlagOptions,
-  loadConfigWithSources,
   type MetricsProgram,
-  metricsPort,
-  metricsPortInUse,
   type ParsedFlags,
   parseFlags,
 } from '@seglift/config';
-import {
-  createLogger,
-  createMetrics,
-  type HttpServerHandle,
-  type Logger,
-  type SegliftMetrics,
-  startHttpServer,
-} from '@seglift/observability';
-import { waitForRedisAt } from './redis.js';
+import type { HttpServerHandle, Logger, SegliftMetrics } from '@seglift/observability';
 
 export const EXIT_OK = 0;
 /** Usage or configuration error (every problem listed), or the metrics port in use. */
@@ -128,6 +116,14 @@ async function main(program: QueueProgram, argv: readonly string[]): Promise<num
   const redisTimeoutMs = Number(values['redis-timeout-ms'] ?? 60_000);
   if (!Number.isInteger(redisTimeoutMs) || redisTimeoutMs <= 0)
     return usage('--redis-timeout-ms must be a positive integer');
+  // Loaded for a run only: --help and a usage error need none of the config schema, the logger,
+  // the metrics or Redis (start-up: bench/startup.bench.mjs).
+  const [
+    { ConfigError, loadConfigWithSources, metricsPort, metricsPortInUse },
+    observability,
+    { waitForRedisAt },
+  ] = await Promise.all([import('@seglift/config'), import('@seglift/observability'), import('./redis.js')]);
+  const { createLogger, createMetrics, startHttpServer } = observability;
   let config: Config;
   let warnings: string[];
   try {

@@ -38,11 +38,15 @@ export type FromThread =
   | { type: 'swap-ready'; id: number }
   | { type: 'done'; id: number; report: SegmentReport };
 
-/** dist/conversion-thread.js next to this module (built), or next to src/ when running from sources. */
+/**
+ * dist/conversion-thread.js next to this module (built), next to the chunk of a program's bundle
+ * holding it (`dist/chunks/`, scripts/bundle.mjs), or next to src/ when running from sources.
+ */
 export function conversionThreadPath(): string | undefined {
   const here = path.dirname(fileURLToPath(import.meta.url));
   for (const p of [
     path.join(here, 'conversion-thread.js'),
+    path.join(here, '..', 'conversion-thread.js'),
     path.join(here, '..', 'dist', 'conversion-thread.js'),
   ]) {
     if (existsSync(p)) return p;

@@ -174,7 +174,6 @@ export interface DiskNeed {
 
 export const auditCommand: Command = {
   name: 'audit',
-  summary: 'Kafka 4 readiness: legacy data, codecs, what a migrate would change and the disk it needs',
   help: HELP,
   async run(argv, ctx) {
     const p = parse('audit', argv, {

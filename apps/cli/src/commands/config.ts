@@ -34,7 +34,6 @@ export interface ConfigPrintOptions {
 
 export const configCommand: Command = {
   name: 'config',
-  summary: 'config print: the effective configuration, secrets redacted',
   help: HELP,
   async run(argv, ctx) {
     const p = parse('config', argv, { config: { type: 'string' }, json: { type: 'boolean' } });

@@ -68,7 +68,6 @@ export interface ConvertCliOptions
 
 export const convertCommand: Command = {
   name: 'convert',
-  summary: 'upconvert/recompress segments to a target codec (--out DIR or --in-place)',
   help: HELP,
   async run(argv, ctx) {
     const p = parse('convert', argv, {

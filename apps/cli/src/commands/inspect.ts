@@ -49,7 +49,6 @@ ${EXIT_CODES_HELP}
 
 export const inspectCommand: Command = {
   name: 'inspect',
-  summary: 'dump .log/.index/.timeindex files like kafka-dump-log.sh',
   help: HELP,
   async run(argv, ctx) {
     const p = parse('inspect', argv, {

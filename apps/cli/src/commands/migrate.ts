@@ -104,7 +104,6 @@ export interface MigrateCliOptions extends PipelineOptions {
 
 export const migrateCommand: Command = {
   name: 'migrate',
-  summary: 'convert every closed segment of log dirs in place, in parallel',
   help: HELP,
   async run(argv, ctx) {
     const p = parse('migrate', argv, {

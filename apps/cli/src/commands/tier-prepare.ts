@@ -32,7 +32,6 @@ ${EXIT_CODES_HELP}
 
 export const tierPrepareCommand: Command = {
   name: 'tier-prepare',
-  summary: 'write what tiered storage needs of old segments (producer snapshots, leader epochs)',
   help: HELP,
   async run(argv, ctx) {
     const p = parse('tier-prepare', argv, { 'dry-run': { type: 'boolean' }, json: { type: 'boolean' } });

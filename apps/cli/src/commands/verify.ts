@@ -34,7 +34,6 @@ export interface VerifyOptions {
 
 export const verifyCommand: Command = {
   name: 'verify',
-  summary: 'check CRCs, structure, offsets and indexes of segments',
   help: HELP,
   async run(argv, ctx) {
     const p = parse('verify', argv, {

@@ -1,7 +1,9 @@
-import { compressSync, uncompressSync } from 'lz4-napi';
+import type * as Native from 'lz4-napi';
 import { DecompressionError } from '../errors.js';
-import { asBuffer, concatChunks, limitError, wrapDecompressError } from './util.js';
+import { asBuffer, concatChunks, lazyNative, limitError, wrapDecompressError } from './util.js';
 import { xxh32 } from './xxh32.js';
+
+const native = lazyNative<typeof Native>('lz4-napi');
 
 /**
  * Kafka's LZ4 frame subset (docs/kafka-format.md §3.2; Kafka's Lz4BlockOutputStream / Lz4BlockInputStream).
@@ -52,7 +54,7 @@ export function lz4Compress(data: Uint8Array, magic: number): Buffer {
   for (let off = 0; off < input.length; off += LZ4_BLOCK_SIZE) {
     const chunk = input.subarray(off, Math.min(off + LZ4_BLOCK_SIZE, input.length));
     // lz4-napi's compressSync prepends the uncompressed size as uint32 LE: skip it.
-    const compressed = compressSync(chunk);
+    const compressed = native().compressSync(chunk);
     const blockLength = compressed.length - 4;
     if (blockLength <= 0 || blockLength >= chunk.length) {
       out.writeUInt32LE((chunk.length | INCOMPRESSIBLE) >>> 0, pos);
@@ -135,7 +137,7 @@ export function lz4Decompress(data: Uint8Array, magic: number, maxBytes: number)
     } else {
       b.copy(prefixed, 4, start, end);
       try {
-        out = uncompressSync(prefixed.subarray(0, 4 + blockSize));
+        out = native().uncompressSync(prefixed.subarray(0, 4 + blockSize));
       } catch (err) {
         throw wrapDecompressError('lz4', err).withContext({ position: start });
       }

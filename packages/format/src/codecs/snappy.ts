@@ -1,6 +1,8 @@
-import { compressSync, uncompressSync } from 'snappy';
+import type * as Native from 'snappy';
 import { DecompressionError } from '../errors.js';
-import { asBuffer, concatChunks, limitError, wrapDecompressError } from './util.js';
+import { asBuffer, concatChunks, lazyNative, limitError, wrapDecompressError } from './util.js';
+
+const native = lazyNative<typeof Native>('snappy');
 
 /**
  * Snappy as Kafka's Java client writes it: xerial snappy-java SnappyOutputStream framing
@@ -39,7 +41,7 @@ export function snappyCompress(data: Uint8Array): Buffer {
   const parts: Buffer[] = [Buffer.from(XERIAL_HEADER)];
   let total = XERIAL_HEADER_LENGTH;
   for (let off = 0; off < input.length; off += XERIAL_BLOCK_SIZE) {
-    const block = compressSync(input.subarray(off, Math.min(off + XERIAL_BLOCK_SIZE, input.length)));
+    const block = native().compressSync(input.subarray(off, Math.min(off + XERIAL_BLOCK_SIZE, input.length)));
     const len = Buffer.allocUnsafe(4);
     len.writeInt32BE(block.length, 0);
     parts.push(len, block);
@@ -77,7 +79,7 @@ function decodeRawBlock(block: Buffer, position: number, budget: number, maxByte
   if (declared > budget) throw limitError('snappy', maxBytes);
   let out: Buffer;
   try {
-    out = uncompressSync(block) as Buffer;
+    out = native().uncompressSync(block) as Buffer;
   } catch (err) {
     throw wrapDecompressError('snappy', err).withContext({ position });
   }

@@ -1,4 +1,18 @@
+import { createRequire } from 'node:module';
 import { DecompressionError, DecompressionLimitError, SegliftError } from '../errors.js';
+
+/**
+ * A native module, loaded (dlopened) at its first use rather than at start-up: a program that
+ * never compresses, or a `--version`, pays nothing for it. Resolved from this file, or from the
+ * program's bundle (scripts/bundle.mjs: each app depends on the native modules itself).
+ */
+export function lazyNative<T>(specifier: string): () => T {
+  let loaded: T | undefined;
+  return () => {
+    loaded ??= createRequire(import.meta.url)(specifier) as T;
+    return loaded;
+  };
+}
 
 /** A zero-copy Buffer view (the native codecs want Buffers; callers may hand plain Uint8Arrays). */
 export function asBuffer(data: Uint8Array): Buffer {

@@ -1,6 +1,8 @@
-import zstd from 'zstd-napi/binding.js';
+import type Zstd from 'zstd-napi/binding.js';
 import { DecompressionError } from '../errors.js';
-import { asBuffer, concatChunks, limitError, wrapDecompressError } from './util.js';
+import { asBuffer, concatChunks, lazyNative, limitError, wrapDecompressError } from './util.js';
+
+const native = lazyNative<typeof Zstd>('zstd-napi/binding.js');
 
 /**
  * Zstd (docs/kafka-format.md §3.3): a standard frame, as zstd-jni's ZstdOutputStream writes and
@@ -12,10 +14,10 @@ export const ZSTD_MIN_LEVEL = -131072;
 export const ZSTD_MAX_LEVEL = 22;
 export const ZSTD_DEFAULT_LEVEL = 3;
 
-let cctx: InstanceType<typeof zstd.CCtx> | undefined;
+let cctx: InstanceType<typeof Zstd.CCtx> | undefined;
 /** The level the context holds: parameters survive compress2, so it is set only when it changes. */
 let cctxLevel: number | undefined;
-let dctx: InstanceType<typeof zstd.DCtx> | undefined;
+let dctx: InstanceType<typeof Zstd.DCtx> | undefined;
 const SCRATCH_MAX = 8 * 1024 * 1024;
 let scratch = Buffer.allocUnsafe(0);
 /** Output chunk of the streaming path (grown up to this, never past the limit + 1). */
@@ -27,7 +29,7 @@ export function zstdCompress(data: Uint8Array, level: number): Buffer {
 
 /** The frame in a reused buffer: valid until the next call (callers copy it where it goes). */
 export function zstdCompressTransient(data: Uint8Array, level: number): Buffer {
-  cctx ??= new zstd.CCtx();
+  cctx ??= new (native().CCtx)();
   const bound = compressBound(data.length);
   let dst: Buffer;
   if (bound > SCRATCH_MAX) {
@@ -42,7 +44,7 @@ export function zstdCompressTransient(data: Uint8Array, level: number): Buffer {
   // level set only when it changes.
   if (cctxLevel !== level) {
     cctxLevel = undefined;
-    cctx.setParameter(zstd.CParameter.compressionLevel, level);
+    cctx.setParameter(native().CParameter.compressionLevel, level);
     cctxLevel = level;
   }
   // compress2 writes one frame with the content size in its header.
@@ -61,10 +63,10 @@ function declaredSize(input: Buffer): number | null {
   let total = 0;
   let frame = input;
   while (frame.length > 0) {
-    const size = zstd.getFrameContentSize(frame);
+    const size = native().getFrameContentSize(frame);
     if (size === null) return null;
     total += size;
-    frame = frame.subarray(zstd.findFrameCompressedSize(frame));
+    frame = frame.subarray(native().findFrameCompressedSize(frame));
   }
   return total;
 }
@@ -83,7 +85,7 @@ export function zstdDecompressTransient(data: Uint8Array, maxBytes: number): Buf
 function zstdDecompressMaybeInto(data: Uint8Array, maxBytes: number, transient: boolean): Buffer {
   const input = asBuffer(data);
   if (input.length === 0) throw new DecompressionError('zstd: empty input', { position: 0 });
-  dctx ??= new zstd.DCtx();
+  dctx ??= new (native().DCtx)();
   let declared: number | null;
   try {
     declared = declaredSize(input);
@@ -113,16 +115,16 @@ function zstdDecompressMaybeInto(data: Uint8Array, maxBytes: number, transient: 
   }
   // The one-shot path above starts every frame afresh; the streaming one continues a session,
   // which a previous failure may have left mid-frame.
-  dctx.reset(zstd.ResetDirective.sessionOnly);
+  dctx.reset(native().ResetDirective.sessionOnly);
   return zstdDecompressStreaming(dctx, input, maxBytes);
 }
 
 /** Frames without a content size: decode in chunks with a running count against the limit. */
-function zstdDecompressStreaming(d: InstanceType<typeof zstd.DCtx>, input: Buffer, maxBytes: number): Buffer {
+function zstdDecompressStreaming(d: InstanceType<typeof Zstd.DCtx>, input: Buffer, maxBytes: number): Buffer {
   const chunks: Buffer[] = [];
   let total = 0;
   let src = input;
-  let chunkSize = Math.max(zstd.dStreamOutSize(), Math.min(STREAM_CHUNK, input.length * 4));
+  let chunkSize = Math.max(native().dStreamOutSize(), Math.min(STREAM_CHUNK, input.length * 4));
   let hint = 1;
   for (;;) {
     // Room for one byte past the limit, so reaching it is told apart from exceeding it.
