@@ -13,6 +13,7 @@
  */
 
 import { readdir } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { assertBackupDirOutside } from './backup.js';
 import type { SegmentFile } from './discovery.js';
@@ -87,6 +88,13 @@ async function withStageLock<T>(stage: StageDir, run: () => Promise<T>): Promise
     await lock.release().catch(() => {});
   }
 }
+
+/**
+ * Partitions swapped in from the stage at once, in this thread: a swap mostly waits on directory
+ * fsyncs (one partition's swaps take turns at its lock), so more partitions than cores overlap
+ * those waits; bounded, so that open files and the disk's queue stay small.
+ */
+const COMMIT_LANES = 16;
 
 function counts(): StageCounts {
   return { staged: 0, alreadyStaged: 0, changed: 0, discarded: 0, failedCheck: 0, convertedAtCommit: 0 };
@@ -242,6 +250,7 @@ async function commit(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPha
           spOf[i] === undefined ? { inPlace: true } : { inPlace: true, fromStage: spOf[i] },
         inMain: (i) => fresh[i],
         partitionOf: (i) => spOf[i] ?? path.dirname(todo[i].path),
+        mainLanes: Math.max(options.concurrency ?? os.availableParallelism(), COMMIT_LANES),
       },
       rest,
     );
