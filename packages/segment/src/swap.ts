@@ -339,14 +339,20 @@ async function renameTheRest(
   await fsyncDir(seg.dir);
 }
 
-/** 9. the mtime (renames keep it; set again in case a crash came between); then the marker goes. */
+/**
+ * 9. the mtime (renames keep it; set again in case a crash came between: only where it differs,
+ * which after an uninterrupted swap is nowhere); then the marker goes.
+ */
 async function restoreMtime(seg: SegmentFiles, marker: SwapMarker): Promise<void> {
   const ns = /^\d+$/.test(marker.mtimeNs ?? '') ? BigInt(marker.mtimeNs!) : undefined;
   const t = new Date(marker.mtimeMs);
   for (const s of REWRITTEN) {
-    if (!sameFile(await identityOf(seg.file(s)), marker.rewritten[s])) continue;
-    if (ns !== undefined) await setMtime(seg.file(s), ns);
-    else await utimes(seg.file(s), t, t);
+    const st = await stat(seg.file(s), { bigint: true }).catch(() => undefined);
+    if (st === undefined || !sameFile({ ino: Number(st.ino), size: Number(st.size) }, marker.rewritten[s]))
+      continue;
+    if (ns !== undefined) {
+      if (st.mtimeNs !== ns) await setMtime(seg.file(s), ns);
+    } else if (Number(st.mtimeMs) !== marker.mtimeMs) await utimes(seg.file(s), t, t);
   }
 }
 

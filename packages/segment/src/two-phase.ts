@@ -106,7 +106,8 @@ function counts(): StageCounts {
  */
 async function pruneStage(stage: StageDir): Promise<number> {
   let removed = 0;
-  for (const sp of await stagePartitionDirs(stage)) {
+  // Partitions at once (each its own stage directory): thousands of small ones are reads mostly.
+  await eachBounded(await stagePartitionDirs(stage), COMMIT_LANES, async (sp) => {
     const pdir = sourcePartitionDir(stage, sp);
     const { recorded, unrecorded } = await stagedBases(sp);
     for (const base of unrecorded) await discardStaged(sp, base);
@@ -116,8 +117,20 @@ async function pruneStage(stage: StageDir): Promise<number> {
       await discardStaged(sp, base);
       removed++;
     }
-  }
+  });
   return removed;
+}
+
+/** `run` over `items`, at most `limit` at a time; in no particular order. */
+async function eachBounded<T>(items: T[], limit: number, run: (item: T, i: number) => Promise<void>) {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      await run(items[i], i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
 }
 
 /** Converts and verifies every ready segment of `logDir` into the stage dir (broker running). */
@@ -221,22 +234,21 @@ async function commit(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPha
   for (const r of planned.skipped) options.onSegment?.(r);
   const key = stageOptionsKey(options);
   const { todo, skipped } = planned;
-  const spOf: (string | undefined)[] = [];
-  const fresh: boolean[] = [];
-  for (const s of todo) {
+  const spOf: (string | undefined)[] = new Array(todo.length);
+  const fresh: boolean[] = new Array(todo.length);
+  await eachBounded(todo, COMMIT_LANES, async (s, i) => {
     // A linked partition has nothing staged (prepare passed it over): converted as usual.
     const sp = stageable(stage, path.dirname(s.path))
       ? stagePartitionDir(stage, path.dirname(s.path))
       : undefined;
     const record = sp === undefined ? undefined : await readStageRecord(sp, s.baseOffset);
     // Only to pick the thread: convertSegment checks it all (samples too) under the locks.
-    fresh.push(
+    fresh[i] =
       record !== undefined &&
-        sameIdentity(await sourceIdentity(s.path), record.source) &&
-        JSON.stringify(record.options) === JSON.stringify(key),
-    );
-    spOf.push(sp);
-  }
+      sameIdentity(await sourceIdentity(s.path), record.source) &&
+      JSON.stringify(record.options) === JSON.stringify(key);
+    spOf[i] = sp;
+  });
   const { stageDir: _s, ...rest } = options;
   // Also the log dirs the partitions were found in (a parent of log dirs given, a linked
   // partition's), all before the first write: shared with the one held above.
