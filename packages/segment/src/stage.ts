@@ -172,8 +172,11 @@ export function sameIdentity(a: SourceIdentity | undefined, b: SourceIdentity): 
   );
 }
 
-/** Read size of fileSha256: two buffers of it are all the memory a staged file's check takes. */
-const HASH_READ_BYTES = 1024 * 1024;
+/**
+ * Read size of fileSha256: two buffers of it are all the memory a staged file's check takes (a
+ * commit checks three files a segment in up to 16 partitions at once: at most 24 MiB).
+ */
+const HASH_READ_BYTES = 256 * 1024;
 
 /**
  * sha256 of a whole file, streamed: the next read is under way while a chunk is hashed. `size`
