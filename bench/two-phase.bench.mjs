@@ -1,21 +1,26 @@
 #!/usr/bin/env node
-// Two-phase migration (issue 15): how long the broker is down.
+// Two-phase migration (issues 15 and 26): how long the broker is down.
+//  In process (issue 15), the call's time, module loading excluded from both sides:
 //  - baseline: a plain `migrate` of a log dir (4 partitions, 3 rolled segments of BENCH_SEG_MB
 //    magic-1 gzip-9 wrappers each and a small active one) -> zstd-3;
 //  - `migrate --commit` of the same dir fully prepared (target <= 5% of the baseline);
 //  - the same with one rolled segment in twelve replaced after the prepare, as the cleaner would
 //    (a new file through .cleaned and .swap: converted at commit; target <= 20%).
-// Each run is a child process started as the seglift bin starts node; the time is the call's
-// (migrate / commitStage), module loading excluded from both sides. Every run works on a fresh
-// hard-linked copy of one generated log dir (a conversion replaces files by rename, never writes
-// into one, so the copies share nothing that a run changes).
-// Options (env): BENCH_SEG_MB (16), BENCH_REPS (2: best of), BENCH_DIR (os tmp).
+//  Whole process, as an operator runs it (issue 26): the seglift bin, pinned to one core
+//  (taskset -c 0 when there is one), plain and commit alternating, medians:
+//  - commit of 12 staged ~2 MiB segments vs a plain migrate of them (target <= 0.20x);
+//  - commit of BENCH_SMALL_PARTITIONS (1000) x BENCH_SMALL_SEGMENTS (10) staged small segments
+//    (target <= 60 s for 10,000).
+// Each run works on a fresh copy of one generated log dir.
+// Options (env): BENCH_SEG_MB (16), BENCH_REPS (2: best of), BENCH_WHOLE_REPS (3: median of),
+// BENCH_SMALL_PARTITIONS (1000), BENCH_SMALL_SEGMENTS (10), BENCH_DIR (os tmp),
+// BENCH_ONLY (inprocess|whole|small: one part).
 // Run: pnpm bench two-phase
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MiB, writeV1GzipSegment } from './data.mjs';
+import { MiB, writeV1GzipSegment, writeV1TinySegment } from './data.mjs';
 
 const SEG_MB = Number(process.env.BENCH_SEG_MB ?? 16);
 const REPS = Number(process.env.BENCH_REPS ?? 2);
@@ -35,7 +40,7 @@ const childFlags = [
 const name = (base) => String(base).padStart(20, '0');
 
 /** The generated log dir: every segment's offsets rebased onto its base offset. */
-function generate(root) {
+function generate(root, segMb = SEG_MB) {
   for (let p = 0; p < PARTITIONS; p++) {
     const dir = join(root, `orders-${p}`);
     mkdirSync(dir, { recursive: true });
@@ -43,7 +48,7 @@ function generate(root) {
       const base = BigInt(s) * 10_000_000n;
       const log = join(dir, `${name(base)}.log`);
       // Fewer distinct wrappers than the pipeline bench: generation time, not codec work.
-      writeV1GzipSegment(log, s === ROLLED ? 64 * 1024 : SEG_MB * MiB, {
+      writeV1GzipSegment(log, s === ROLLED ? 64 * 1024 : Math.round(segMb * MiB), {
         seed: 10 + p * 5 + s,
         distinct: 48,
       });
@@ -57,10 +62,11 @@ function generate(root) {
   }
 }
 
-/** A hard-linked copy of the generated dir. */
+/** A copy of the generated dir. */
 function copyOf(pristine, to) {
-  const r = spawnSync('cp', ['-al', pristine, to]);
-  if (r.status !== 0) throw new Error(`cp -al failed: ${r.stderr}`);
+  // A real copy: a rewrite in place refuses a .log with other hard links.
+  const r = spawnSync('cp', ['-a', '--reflink=auto', pristine, to]);
+  if (r.status !== 0) throw new Error(`cp -a failed: ${r.stderr}`);
   return to;
 }
 
@@ -100,7 +106,7 @@ function replace(log) {
   renameSync(`${log}.swap`, log);
 }
 
-try {
+function inProcess() {
   const pristine = join(work, 'pristine');
   generate(pristine);
   const segments = PARTITIONS * ROLLED;
@@ -155,6 +161,115 @@ try {
   console.log(
     `| migrate --commit, 1 of 12 replaced after prepare | ${(best.commitReplaced / 1000).toFixed(3)} s | ${pct(r)} | <= 20% ${r <= 0.2 ? 'met' : 'NOT MET'} |`,
   );
+  rmSync(pristine, { recursive: true });
+}
+
+const bin = new URL('../apps/cli/dist/seglift', import.meta.url).pathname;
+const pin = spawnSync('taskset', ['-c', '0', 'true']).status === 0 ? ['taskset', '-c', '0'] : [];
+const WHOLE_REPS = Number(process.env.BENCH_WHOLE_REPS ?? 3);
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+const rows = [];
+const row = (what, measured, target, ok) =>
+  rows.push(`| ${what} | ${measured} | ${target} | ${ok ? 'ok' : 'NOT MET'} |`);
+
+/** The seglift bin as an operator runs it, whole process, pinned; seconds. */
+function seglift(args) {
+  const cmd = [...pin, bin, 'migrate', ...args, '--codec', 'zstd', '--level', '3', '--quiet'];
+  const t = performance.now();
+  const r = spawnSync(cmd[0], cmd.slice(1), { encoding: 'utf8', maxBuffer: 16 * MiB });
+  const s = (performance.now() - t) / 1000;
+  if (r.status !== 0) throw new Error(`seglift ${args.join(' ')} failed (${r.status}): ${r.stderr}`);
+  return { s, out: r.stdout };
+}
+
+/** "committed from stage N" of a commit's summary, checked. */
+function expectCommitted(out, n) {
+  const m = /committed from stage (\d+), converted at commit (\d+)/.exec(out);
+  if (!m || Number(m[1]) !== n || Number(m[2]) !== 0)
+    throw new Error(`commit: expected ${n} staged, got: ${out}`);
+}
+
+/** 12 staged ~2 MiB segments: commit vs plain migrate, whole process, alternating. */
+function whole() {
+  const pristine = join(work, 'whole-pristine');
+  generate(pristine, 2);
+  const segments = PARTITIONS * ROLLED;
+  const plain = [];
+  const commit = [];
+  for (let rep = 0; rep < WHOLE_REPS; rep++) {
+    const a = copyOf(pristine, join(work, 'whole-plain'));
+    const b = copyOf(pristine, join(work, 'whole-two-phase'));
+    const stage = join(work, 'whole-stage');
+    seglift([b, '--prepare', '--stage-dir', stage]);
+    plain.push(seglift([a]).s);
+    const c = seglift([b, '--commit', '--stage-dir', stage]);
+    expectCommitted(c.out, segments);
+    commit.push(c.s);
+    for (const d of [a, b, stage]) rmSync(d, { recursive: true });
+  }
+  const ratio = median(commit.map((c, i) => c / plain[i]));
+  row(
+    `two-phase commit of ${segments} staged ~2 MiB segments vs a plain migrate of them (whole process${pin.length ? ', one core' : ''}, median of ${WHOLE_REPS})`,
+    `${ratio.toFixed(2)}x (${median(commit).toFixed(2)} s vs ${median(plain).toFixed(2)} s)`,
+    '<= 0.20x',
+    ratio <= 0.2,
+  );
+  rmSync(pristine, { recursive: true });
+}
+
+/** The small-segment archive: SMALL_PARTITIONS x SMALL_SEGMENTS rolled segments and an active one each. */
+function generateSmall(root, partitions, rolled) {
+  // One tiny segment's bytes (~40 messages), rebased onto every segment's base offset.
+  const one = join(work, 'tiny.log');
+  writeV1TinySegment(one, 6 * 1024, { seed: 7 });
+  const bytes = readFileSync(one);
+  rmSync(one);
+  for (let p = 0; p < partitions; p++) {
+    const dir = join(root, `events-${p}`);
+    mkdirSync(dir, { recursive: true });
+    for (let s = 0; s <= rolled; s++) {
+      const base = BigInt(s) * 1000n;
+      const b = Buffer.from(bytes);
+      for (let q = 0; q < b.length; ) {
+        b.writeBigInt64BE(b.readBigInt64BE(q) + base, q);
+        q += b.readInt32BE(q + 8) + 12;
+      }
+      writeFileSync(join(dir, `${name(base)}.log`), b);
+    }
+  }
+}
+
+function small() {
+  const partitions = Number(process.env.BENCH_SMALL_PARTITIONS ?? 1000);
+  const rolled = Number(process.env.BENCH_SMALL_SEGMENTS ?? 10);
+  const segments = partitions * rolled;
+  const dir = join(work, 'small');
+  const stage = join(work, 'small-stage');
+  generateSmall(dir, partitions, rolled);
+  seglift([dir, '--prepare', '--stage-dir', stage]);
+  const c = seglift([dir, '--commit', '--stage-dir', stage]);
+  expectCommitted(c.out, segments);
+  const limit = (60 * segments) / 10_000;
+  row(
+    `two-phase commit of ${segments} staged small segments over ${partitions} partitions (whole process${pin.length ? ', one core' : ''})`,
+    `${c.s.toFixed(1)} s (${((c.s * 1000) / segments).toFixed(2)} ms a segment)`,
+    `<= ${limit.toFixed(0)} s`,
+    c.s <= limit,
+  );
+  rmSync(dir, { recursive: true });
+  rmSync(stage, { recursive: true });
+}
+
+try {
+  const only = process.env.BENCH_ONLY;
+  if (!only || only === 'inprocess') inProcess();
+  if (!only || only === 'whole') whole();
+  if (!only || only === 'small') small();
+  if (rows.length > 0) {
+    console.log('\n| case | measured | target | ok? |');
+    console.log('|---|---:|---|---|');
+    for (const r of rows) console.log(r);
+  }
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

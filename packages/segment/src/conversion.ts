@@ -79,6 +79,8 @@ export class Conversion {
   private async failed(err: unknown): Promise<void> {
     if (err instanceof SimulatedCrash) {
       // A dead process releases nothing: its locks stay until they are judged stale.
+      this.lock?.abandon();
+      this.held?.abandon();
       this.lock = undefined;
       this.held = undefined;
       throw err;

@@ -89,7 +89,9 @@ describe('durability of an in-place swap (fsyncs observed through fsops)', () =>
 
       // Each step of the swap is durable before the next begins: in particular `.index.swap`
       // never reaches the disk without the `.log.swap` beside it, and the old `.index` is gone
-      // on disk before the new files appear under `.swap` names.
+      // on disk before the new files appear under `.swap` names. `.index.swap` and the `.log`
+      // rename share one fsync (swap.ts: either alone on disk is completed right; the power-loss
+      // states are in crash.test.ts).
       const ordered = [
         'unlink .index',
         'rename .timeindex.swap',
@@ -98,11 +100,16 @@ describe('durability of an in-place swap (fsyncs observed through fsops)', () =>
         'rename .log',
         'unlink .seglift-swap',
       ];
+      const sharedSync = new Set(['rename .index.swap']);
       const at = ordered.map(stepAt);
       expect(at.every((i) => i > commit)).toBe(true);
       for (let k = 0; k + 1 < at.length; k++) {
         expect(at[k]).toBeLessThan(at[k + 1]);
         const synced = nextIndex(ops, at[k], dirSync(pdir));
+        if (sharedSync.has(ordered[k])) {
+          expect(synced, `no fsync between ${ordered[k]} and ${ordered[k + 1]}`).toBeGreaterThan(at[k + 1]);
+          continue;
+        }
         expect(synced, `directory fsynced between ${ordered[k]} and ${ordered[k + 1]}`).toBeGreaterThan(
           at[k],
         );
@@ -110,15 +117,19 @@ describe('durability of an in-place swap (fsyncs observed through fsops)', () =>
           at[k + 1],
         );
       }
-      // Every rename into a final name is durable before the marker goes, and the marker's
-      // removal is made durable too.
+      // Every rename into a final name is durable before the marker goes; the marker's removal
+      // needs no fsync of its own (a marker a power loss brings back is only removed again:
+      // crash.test.ts).
       const lastRename = ops.findLastIndex((op) => op.kind === 'rename' && path.dirname(op.path) === pdir);
       const unmark = stepAt('unlink .seglift-swap');
       expect(lastRename).toBeLessThan(unmark);
       const finalSync = nextIndex(ops, lastRename, dirSync(pdir));
       expect(finalSync).toBeGreaterThan(lastRename);
       expect(finalSync).toBeLessThan(unmark);
-      expect(nextIndex(ops, unmark, dirSync(pdir))).toBeGreaterThan(unmark);
+      // Seven directory fsyncs in the partition for a swap with a kept file to copy (issue 26: nine
+      // before): the commit point, the copies, the old index, .timeindex.swap, .log.swap, the
+      // .log, the rest. Counted from the commit point's.
+      expect(ops.slice(commit).filter(dirSync(pdir)).length).toBe(7);
 
       // Owner and mode survive: every file in place and every backup is group-writable as before.
       for (const d of [pdir, ...(backupDir ? [path.join(backupDir, path.basename(pdir))] : [])])

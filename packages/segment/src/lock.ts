@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { close as closeFd, fstat, open as openFd, read as readFd } from 'node:fs';
 import { readFile, stat, utimes } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import { LockedError, LostLockError } from './errors.js';
 import { link, removeIfExists, throwIfCrashed, writeWholeFile } from './fsops.js';
 import { LOCK_SUFFIX, PARTITION_LOCK_NAME, TMP_SUFFIX } from './names.js';
@@ -35,6 +37,8 @@ export interface FileLock {
    * it, and another run may have taken it over as stale meanwhile.
    */
   assertHeld(): Promise<void>;
+  /** A dead process's lock (a simulated crash): left in place, only this process's handle and heartbeat go. */
+  abandon(): void;
 }
 
 export function lockPathFor(logPath: string): string {
@@ -206,17 +210,32 @@ export async function acquireFileLock(lockPath: string, what: string): Promise<F
   };
   // A temp name: if a crash leaves it behind, recoverLeftovers deletes it like our other temp files.
   const pending = pendingPath(lockPath, info);
-  await writeWholeFile(pending, JSON.stringify(info), { flags: 'wx', sync: true });
+  const text = JSON.stringify(info);
+  await writeWholeFile(pending, text, { flags: 'wx', sync: true });
+  // Kept open while held: its inode cannot be reused by another file meanwhile, so the lock path
+  // naming this inode, with these bytes in it, is this lock (see `stillOurs`). A plain descriptor,
+  // not a FileHandle: a lock a dead process drops (a simulated crash) is never closed by the GC.
+  const opened = await promisify(openFd)(pending, 'r');
+  let fd: number | undefined = opened;
   try {
+    const ino = (await promisify(fstat)(opened)).ino;
     let tookOver = false;
     for (let attempt = 0; attempt < 4; attempt++) {
       try {
         await link(pending, lockPath);
         const stop = startHeartbeat(lockPath);
+        const held = opened;
+        fd = undefined;
+        let open = true;
+        const closeHeld = () => {
+          if (open) closeFd(held, () => {});
+          open = false;
+        };
         return {
           path: lockPath,
           token: info.token,
           assertHeld: async () => {
+            if (open && (await stillOurs(lockPath, held, ino, text))) return;
             const current = await readLock(lockPath);
             if (current?.token === info.token) return;
             const now = current ? `held by ${describeHolder(current)}` : 'gone';
@@ -225,10 +244,15 @@ export async function acquireFileLock(lockPath: string, what: string): Promise<F
               { file: lockPath },
             );
           },
+          abandon: () => {
+            stop();
+            closeHeld();
+          },
           release: async () => {
             stop();
-            const current = await readLock(lockPath);
-            if (current?.token === info.token) await removeIfExists(lockPath);
+            const ours = open && (await stillOurs(lockPath, held, ino, text));
+            closeHeld();
+            if (ours || (await readLock(lockPath))?.token === info.token) await removeIfExists(lockPath);
           },
         };
       } catch (err) {
@@ -245,9 +269,26 @@ export async function acquireFileLock(lockPath: string, what: string): Promise<F
       }
     }
   } finally {
+    if (fd !== undefined) closeFd(fd, () => {});
     await removeIfExists(pending);
   }
   throw new LockedError(`could not take the lock of ${what}`, { file: lockPath });
+}
+
+/**
+ * The check `assertHeld` makes before every rename of a swap, in two reads instead of a parse:
+ * the lock path still names the inode this lock linked (a takeover links another file there,
+ * and the inode held open is never reused meanwhile) and that inode still holds the bytes
+ * written (the token). Anything else goes to the full check.
+ */
+async function stillOurs(lockPath: string, held: number, ino: number, text: string): Promise<boolean> {
+  const want = Buffer.from(text);
+  const buf = Buffer.alloc(want.length + 1);
+  const [st, read] = await Promise.all([
+    stat(lockPath).catch(() => undefined),
+    new Promise<number>((resolve) => readFd(held, buf, 0, buf.length, 0, (err, n) => resolve(err ? -1 : n))),
+  ]);
+  return st?.ino === ino && read === want.length && want.equals(buf.subarray(0, want.length));
 }
 
 /** `<base>.log.seglift.lock`: one run converts a segment at a time. */

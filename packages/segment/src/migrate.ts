@@ -156,6 +156,8 @@ export interface ConversionPlan {
    */
   inMain?: (i: number) => boolean;
   partitionOf?: (i: number) => string;
+  /** How many partitions the main thread works on at once (default: the run's concurrency). */
+  mainLanes?: number;
 }
 
 /**
@@ -195,7 +197,7 @@ export async function runConversions(
   const byPartition = groupBy(main, (i) => plan.partitionOf?.(i) ?? '');
   const inMain = lanes(
     byPartition.map((_, g) => g),
-    concurrency,
+    plan.mainLanes ?? concurrency,
     async (g) => {
       for (const i of byPartition[g])
         if (!signal?.aborted) await runOne(i, (o) => convertSegment(todo[i].path, o));

@@ -15,9 +15,10 @@
  * partition lock, lock.ts), and every state below must give right offset AND time lookups
  * whichever of (a)-(d) applies.
  *
- * Order (each step is followed by an fsync of the directory; the files were written, given the
- * original's owner, mode and .log mtime, fsynced and verified from disk under `.seglift-tmp`
- * names, which Kafka ignores):
+ * Order (each step is followed by an fsync of the directory unless said otherwise; the files were
+ * written, given the original's owner, mode and .log mtime, fsynced and verified from disk under
+ * `.seglift-tmp` names, which Kafka ignores). Steps whose renames share one fsync are those where a
+ * power loss may leave any subset of them on disk and every subset is still completed right:
  *  1. marker `<base>.seglift-swap`, written under a temp name and renamed: the commit point.
  *     From here on the rewrite is completed (rolled forward): the marker records the inode and
  *     size of each new file and the original log's identity, so recovery renames and deletes
@@ -32,9 +33,14 @@
  *     index, so they are right too. (a) deletes our swaps: old log, recovered by (d).
  *  6. new `.index` -> `.index.swap`: the broker completes the new segment exactly.
  *  7. `.log.swap` -> `.log` FIRST: no `.log.swap` left, so no range is deleted any more.
+ *     Steps 6 and 7 share one fsync: 7 on disk without 6 is the new log without an `.index`
+ *     (the old one went in step 3) and the new index under its temp name, which Kafka ignores:
+ *     (d) rebuilds both indexes, and our recovery renames the temp index in (step 8).
  *  8. `.timeindex.swap` -> `.timeindex`, then `.index.swap` -> `.index` (a `.cleaned` file
  *     deleting the index swap in between leaves no .index: (d) rebuilds), then the copies.
- *  9. marker removed.
+ *  9. marker removed, with no fsync of its own: every file is in place and durable; a marker a
+ *     power loss brings back finds the new log in place and recovery only removes it again. The
+ *     partition's next fsync (its next swap's commit point) makes the removal durable.
  * A `.index.swap` never exists without the `.log.swap` or the new `.log` beside it: alone it would
  * put new positions beside the old log. recoverLeftovers (leftovers.ts) completes any state from
  * step 1 on; before the marker it deletes the temp files.
@@ -233,18 +239,17 @@ export async function rollForward(
     return 'abandoned';
   if (state === 'tmp' || state === 'swap') {
     // 6. offset index (missing only if someone removed it: then the broker rebuilds it)
-    if (sameFile(await identityOf(seg.tmp(INDEX_SUFFIX)), marker.rewritten[INDEX_SUFFIX])) {
+    if (sameFile(await identityOf(seg.tmp(INDEX_SUFFIX)), marker.rewritten[INDEX_SUFFIX]))
       await rename(seg.tmp(INDEX_SUFFIX), seg.swap(INDEX_SUFFIX));
-      await fsyncDir(seg.dir);
-    }
     // 7. the log in place: from here no .log.swap, nothing deleted by a broker's completion.
+    // One fsync for 6 and 7: either one alone on disk is completed right (header).
     await rename(seg.swap(LOG_SUFFIX), seg.log);
     await fsyncDir(seg.dir);
   }
   await renameTheRest(seg, marker, rename);
   await restoreMtime(seg, marker);
+  // 9. No fsync: a marker back after a power loss is only removed again (header).
   await removeIfExists(seg.marker);
-  await fsyncDir(seg.dir);
   return 'completed';
 }
 
@@ -301,7 +306,8 @@ async function fromTempNames(
     });
     await rename(seg.tmp(suffix), seg.swap(suffix));
   }
-  await fsyncDir(seg.dir);
+  // (Nothing copied: nothing changed in the directory since the commit point's fsync.)
+  if (marker.extras.length > 0) await fsyncDir(seg.dir);
   // 3. the old offset index
   await stillOwned();
   if (await removeIfExists(seg.index)) await fsyncDir(seg.dir);
@@ -333,14 +339,20 @@ async function renameTheRest(
   await fsyncDir(seg.dir);
 }
 
-/** 9. the mtime (renames keep it; set again in case a crash came between); then the marker goes. */
+/**
+ * 9. the mtime (renames keep it; set again in case a crash came between: only where it differs,
+ * which after an uninterrupted swap is nowhere); then the marker goes.
+ */
 async function restoreMtime(seg: SegmentFiles, marker: SwapMarker): Promise<void> {
   const ns = /^\d+$/.test(marker.mtimeNs ?? '') ? BigInt(marker.mtimeNs!) : undefined;
   const t = new Date(marker.mtimeMs);
   for (const s of REWRITTEN) {
-    if (!sameFile(await identityOf(seg.file(s)), marker.rewritten[s])) continue;
-    if (ns !== undefined) await setMtime(seg.file(s), ns);
-    else await utimes(seg.file(s), t, t);
+    const st = await stat(seg.file(s), { bigint: true }).catch(() => undefined);
+    if (st === undefined || !sameFile({ ino: Number(st.ino), size: Number(st.size) }, marker.rewritten[s]))
+      continue;
+    if (ns !== undefined) {
+      if (st.mtimeNs !== ns) await setMtime(seg.file(s), ns);
+    } else if (Number(st.mtimeMs) !== marker.mtimeMs) await utimes(seg.file(s), t, t);
   }
 }
 

@@ -13,6 +13,7 @@
  */
 
 import { readdir } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { assertBackupDirOutside } from './backup.js';
 import type { SegmentFile } from './discovery.js';
@@ -88,6 +89,13 @@ async function withStageLock<T>(stage: StageDir, run: () => Promise<T>): Promise
   }
 }
 
+/**
+ * Partitions swapped in from the stage at once, in this thread: a swap mostly waits on directory
+ * fsyncs (one partition's swaps take turns at its lock), so more partitions than cores overlap
+ * those waits; bounded, so that open files and the disk's queue stay small.
+ */
+const COMMIT_LANES = 16;
+
 function counts(): StageCounts {
   return { staged: 0, alreadyStaged: 0, changed: 0, discarded: 0, failedCheck: 0, convertedAtCommit: 0 };
 }
@@ -98,7 +106,8 @@ function counts(): StageCounts {
  */
 async function pruneStage(stage: StageDir): Promise<number> {
   let removed = 0;
-  for (const sp of await stagePartitionDirs(stage)) {
+  // Partitions at once (each its own stage directory): thousands of small ones are reads mostly.
+  await eachBounded(await stagePartitionDirs(stage), COMMIT_LANES, async (sp) => {
     const pdir = sourcePartitionDir(stage, sp);
     const { recorded, unrecorded } = await stagedBases(sp);
     for (const base of unrecorded) await discardStaged(sp, base);
@@ -108,8 +117,20 @@ async function pruneStage(stage: StageDir): Promise<number> {
       await discardStaged(sp, base);
       removed++;
     }
-  }
+  });
   return removed;
+}
+
+/** `run` over `items`, at most `limit` at a time; in no particular order. */
+async function eachBounded<T>(items: T[], limit: number, run: (item: T, i: number) => Promise<void>) {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      await run(items[i], i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
 }
 
 /** Converts and verifies every ready segment of `logDir` into the stage dir (broker running). */
@@ -213,22 +234,21 @@ async function commit(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPha
   for (const r of planned.skipped) options.onSegment?.(r);
   const key = stageOptionsKey(options);
   const { todo, skipped } = planned;
-  const spOf: (string | undefined)[] = [];
-  const fresh: boolean[] = [];
-  for (const s of todo) {
+  const spOf: (string | undefined)[] = new Array(todo.length);
+  const fresh: boolean[] = new Array(todo.length);
+  await eachBounded(todo, COMMIT_LANES, async (s, i) => {
     // A linked partition has nothing staged (prepare passed it over): converted as usual.
     const sp = stageable(stage, path.dirname(s.path))
       ? stagePartitionDir(stage, path.dirname(s.path))
       : undefined;
     const record = sp === undefined ? undefined : await readStageRecord(sp, s.baseOffset);
     // Only to pick the thread: convertSegment checks it all (samples too) under the locks.
-    fresh.push(
+    fresh[i] =
       record !== undefined &&
-        sameIdentity(await sourceIdentity(s.path), record.source) &&
-        JSON.stringify(record.options) === JSON.stringify(key),
-    );
-    spOf.push(sp);
-  }
+      sameIdentity(await sourceIdentity(s.path), record.source) &&
+      JSON.stringify(record.options) === JSON.stringify(key);
+    spOf[i] = sp;
+  });
   const { stageDir: _s, ...rest } = options;
   // Also the log dirs the partitions were found in (a parent of log dirs given, a linked
   // partition's), all before the first write: shared with the one held above.
@@ -242,6 +262,7 @@ async function commit(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPha
           spOf[i] === undefined ? { inPlace: true } : { inPlace: true, fromStage: spOf[i] },
         inMain: (i) => fresh[i],
         partitionOf: (i) => spOf[i] ?? path.dirname(todo[i].path),
+        mainLanes: Math.max(options.concurrency ?? os.availableParallelism(), COMMIT_LANES),
       },
       rest,
     );
