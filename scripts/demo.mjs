@@ -17,9 +17,12 @@ const work = join(base, 'kafka-logs');
 rmSync(base, { recursive: true, force: true });
 cpSync(join(root, 'samples/kafka-logs'), work, { recursive: true });
 
+// The demo's own variable is not a seglift setting: seglift would warn that it ignores it.
+const { SEGLIFT_DEMO_DIR: _demoDir, ...env } = process.env;
+
 function seglift(...args) {
   console.log(`\n$ seglift ${args.join(' ')}`);
-  const r = spawnSync(cli, args, { stdio: 'inherit' });
+  const r = spawnSync(cli, args, { stdio: 'inherit', env });
   if (r.status !== 0) {
     console.error(`seglift ${args[0]} exited with ${r.status ?? r.signal}`);
     process.exit(r.status ?? 1);

@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import { parsePartitionDirName, tieringState } from '@seglift/segment';
+import { count } from '../table.js';
 import type { TargetPartition } from '../targets.js';
 
 export interface TopicTiering {
@@ -86,9 +87,15 @@ export function tieringLines(topics: readonly TopicTiering[]): string[] {
   ];
   for (const t of not.slice(0, NAMED_TOPICS)) {
     const lacks: string[] = [];
-    if (t.missingSnapshots > 0) lacks.push(`${t.missingSnapshots} lack their producer snapshot`);
-    if (t.segmentsWithoutEpoch > 0) lacks.push(`${t.segmentsWithoutEpoch} have no leader epoch`);
-    lines.push(`  ${t.topic}: of ${t.closedSegments} closed segments, ${lacks.join(', ')}`);
+    if (t.missingSnapshots > 0)
+      lacks.push(
+        `${t.missingSnapshots} ${t.missingSnapshots === 1 ? 'lacks its' : 'lack their'} producer snapshot`,
+      );
+    if (t.segmentsWithoutEpoch > 0)
+      lacks.push(
+        `${t.segmentsWithoutEpoch} ${t.segmentsWithoutEpoch === 1 ? 'has' : 'have'} no leader epoch`,
+      );
+    lines.push(`  ${t.topic}: of ${count(t.closedSegments, 'closed segment')}, ${lacks.join(', ')}`);
   }
   if (not.length > NAMED_TOPICS)
     lines.push(`  and ${not.length - NAMED_TOPICS} more (--json: each partition's tiering)`);
