@@ -158,6 +158,22 @@ describe('configured roots bind the CLI as they bind the worker: exit 2 before a
     expect([readFileSync(seg), readFileSync(inA)]).toEqual(before);
     expect((await run(['convert', '--in-place', inA], env)).code).toBe(0);
   });
+
+  it('a prepare writes no backup: a backup dir outside the roots (the shared config of a commit) does not refuse it', async () => {
+    const a = tmpDir();
+    writeSegment(path.join(a, 'data', 't-0'), 0n, legacy(0, 5));
+    writeSegment(path.join(a, 'data', 't-0'), 5n, [v2Batch(5n, 1)]);
+    const stage = path.join(a, 'stage');
+    const backups = path.join(tmpDir(), 'backups');
+    const r = await run(
+      ['migrate', path.join(a, 'data'), '--prepare', '--stage-dir', stage, '--backup-dir', backups],
+      {
+        SEGLIFT_ROOTS: a,
+      },
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('stage: staged 1,');
+  });
 });
 
 describe('a backup or stage dir is never a conversion target (16.7)', () => {

@@ -141,9 +141,14 @@ export const migrateCommand: Command = {
           'migrate',
         );
     }
-    // Every path this run may write: the dirs, the backups, the stage.
+    // Every path this run may write: the dirs, the backups (never a prepare's: it only stages,
+    // so a prepare beside the broker needs no backup dir), the stage.
     await requireWithinRoots(
-      [...dirs, config.backupDir, phase !== undefined ? config.stageDir : undefined],
+      [
+        ...dirs,
+        phase === 'prepare' ? undefined : config.backupDir,
+        phase !== undefined ? config.stageDir : undefined,
+      ],
       config.roots,
       ctx.io.cwd,
     );
