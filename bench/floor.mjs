@@ -3,10 +3,12 @@
 // flags, or BENCH_MALLOC_ARENA_MAX / BENCH_NODE_FLAGS; '' = node's defaults), pinned with taskset
 // when the machine allows it (BENCH_PIN=0 never pins). Needs the workspace built.
 import { spawnSync } from 'node:child_process';
-import { closeSync, openSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import os from 'node:os';
-import { MiB } from './data.mjs';
+import { join } from 'node:path';
+import { MiB, writeV1GzipSegment, writeV1TinySegment, writeV2GzipSegment } from './data.mjs';
 
+const legacy = await import(new URL('../packages/legacy/dist/index.js', import.meta.url).href);
 const { PIPELINE_NODE } = await import(
   new URL('../packages/segment/dist/node-flags.js', import.meta.url).href
 );
@@ -91,3 +93,89 @@ export function floorInChild(spec) {
 
 /** Uncompressed record bytes of `batches` (whole v2 batches, codec none). */
 export const payloadsOf = (batches) => batches.map((b) => Buffer.from(b.subarray(61)));
+
+/**
+ * A v2 gzip-9 segment of `mb` MiB (`records` per batch; data.mjs's default when undefined) in
+ * `work/<key>/`, and its floor: the batches' gzip payloads inflated, recompressed zstd-3.
+ */
+export function v2GzipData(work, key, mb, records) {
+  const dir = join(work, key);
+  mkdirSync(dir);
+  const log = join(dir, '00000000000000000000.log');
+  const gz = [];
+  const { bytes, entries } = writeV2GzipSegment(log, mb * MiB, {
+    ...(records === undefined ? {} : { records }),
+    onBatch: (b) => gz.push(Buffer.from(b.subarray(61))),
+  });
+  const gzFile = join(work, `${key}.gz`);
+  writeList(gzFile, gz);
+  return { log, bytes, floor: { gzFile, gzCount: entries, fromGzip: true } };
+}
+
+/**
+ * A magic-1 gzip-9 wrapper segment of `mb` MiB in `work/v1/`, and for each grouping its floor:
+ * the wrappers inflated, and the records as that grouping batches them compressed zstd-3 (one pass
+ * over the distinct wrappers, which the segment repeats, re-stamped so offsets increase).
+ */
+export function v1GzipData(work, mb, groupings) {
+  const dir = join(work, 'v1');
+  mkdirSync(dir);
+  const log = join(dir, '00000000000000000000.log');
+  const gz = [];
+  const wrappers = [];
+  const { bytes, entries } = writeV1GzipSegment(log, mb * MiB, {
+    onWrapper: (w) => {
+      gz.push(Buffer.from(legacy.readLegacyEntry(w).value));
+      wrappers.push(w);
+    },
+  });
+  const gzFile = join(work, 'v1.gz');
+  writeList(gzFile, gz);
+  const floors = {};
+  for (const grouping of groupings) {
+    const up = new legacy.Upconverter({ grouping, codec: 0 });
+    const batches = [];
+    let next = 0n;
+    for (const w of wrappers) {
+      const e = Buffer.from(w);
+      e.writeBigInt64BE(next + 99n, 0);
+      next += 100n;
+      batches.push(...up.push(e));
+    }
+    batches.push(...up.flush());
+    const rawFile = join(work, `v1-${grouping}.raw`);
+    writeList(rawFile, payloadsOf(batches));
+    floors[grouping] = {
+      gzFile,
+      rawFile,
+      gzCount: entries,
+      rawCount: Math.round((batches.length * entries) / wrappers.length),
+    };
+  }
+  return { log, bytes, floors };
+}
+
+/** A segment of small plain magic-1 messages in `work/tiny/`, and its floor: the records, zstd-3. */
+export function tinyData(work, mb) {
+  const dir = join(work, 'tiny');
+  mkdirSync(dir);
+  const log = join(dir, '00000000000000000000.log');
+  const chunks = [];
+  let pending = [];
+  let pendingBytes = 0;
+  const { bytes } = writeV1TinySegment(log, mb * MiB, {
+    onMessage: (key, value) => {
+      pending.push(key, value);
+      pendingBytes += key.length + value.length;
+      if (pendingBytes >= MiB) {
+        chunks.push(Buffer.concat(pending));
+        pending = [];
+        pendingBytes = 0;
+      }
+    },
+  });
+  if (pending.length) chunks.push(Buffer.concat(pending));
+  const rawFile = join(work, 'tiny.raw');
+  writeList(rawFile, chunks);
+  return { log, bytes, floor: { rawFile, gzCount: 0, rawCount: chunks.length } };
+}

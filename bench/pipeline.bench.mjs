@@ -22,10 +22,8 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MiB, writeV1GzipSegment, writeV1TinySegment, writeV2GzipSegment } from './data.mjs';
-import { canPin, childFlags, floorInChild, payloadsOf, runChild, writeList } from './floor.mjs';
-
-const legacy = await import(new URL('../packages/legacy/dist/index.js', import.meta.url).href);
+import { MiB, writeV1GzipSegment, writeV2GzipSegment } from './data.mjs';
+import { canPin, childFlags, floorInChild, runChild, tinyData, v1GzipData, v2GzipData } from './floor.mjs';
 
 const REPS = Number(process.env.BENCH_REPS ?? 3);
 const V2_MB = Number(process.env.BENCH_V2_MB ?? 256);
@@ -68,95 +66,26 @@ try {
     const cases = [];
     // v2 gzip-9 batches -> zstd-3.
     const v2Case = (name, mb, records, target) => {
-      const dir = join(work, `v2-${records}`);
-      mkdirSync(dir);
-      const log = join(dir, '00000000000000000000.log');
-      const gz = [];
-      const { bytes, entries } = writeV2GzipSegment(log, mb * MiB, {
-        records,
-        onBatch: (b) => gz.push(Buffer.from(b.subarray(61))),
-      });
-      const gzFile = join(work, `v2-${records}.gz`);
-      writeList(gzFile, gz);
-      cases.push({
-        name,
-        log,
-        bytes,
-        options: { codec: 'zstd', level: 3 },
-        floor: { gzFile, gzCount: entries, fromGzip: true },
-        target,
-      });
+      const { log, bytes, floor } = v2GzipData(work, `v2-${records}`, mb, records);
+      cases.push({ name, log, bytes, options: { codec: 'zstd', level: 3 }, floor, target });
     };
     v2Case('v2 gzip-9, 100 records/batch', V2_MB, 100, 0.9);
     // magic-1 gzip-9 wrappers -> zstd-3, both groupings: the floor compresses what each writes.
     {
-      const dir = join(work, 'v1');
-      mkdirSync(dir);
-      const log = join(dir, '00000000000000000000.log');
-      const gz = [];
-      const wrappers = [];
-      const { bytes, entries } = writeV1GzipSegment(log, V1_MB * MiB, {
-        onWrapper: (w) => {
-          gz.push(Buffer.from(legacy.readLegacyEntry(w).value));
-          wrappers.push(w);
-        },
-      });
-      const gzFile = join(work, 'v1.gz');
-      writeList(gzFile, gz);
-      for (const grouping of ['coalesce', 'kafka']) {
-        // The records as `grouping` batches them, uncompressed: one pass over the distinct wrappers
-        // (the segment repeats them), re-stamped so offsets increase.
-        const up = new legacy.Upconverter({ grouping, codec: 0 });
-        const batches = [];
-        let next = 0n;
-        for (const w of wrappers) {
-          const e = Buffer.from(w);
-          e.writeBigInt64BE(next + 99n, 0);
-          next += 100n;
-          batches.push(...up.push(e));
-        }
-        batches.push(...up.flush());
-        const raw = payloadsOf(batches);
-        const rawFile = join(work, `v1-${grouping}.raw`);
-        writeList(rawFile, raw);
+      const { log, bytes, floors } = v1GzipData(work, V1_MB, ['coalesce', 'kafka']);
+      for (const grouping of ['coalesce', 'kafka'])
         cases.push({
           name: `v1 gzip-9 wrappers, ${grouping}${grouping === 'coalesce' ? ' (default)' : ''}`,
           log,
           bytes,
           options: { codec: 'zstd', level: 3, grouping },
-          floor: {
-            gzFile,
-            rawFile,
-            gzCount: entries,
-            rawCount: Math.round((batches.length * entries) / wrappers.length),
-          },
+          floor: floors[grouping],
           target: 0.85,
         });
-      }
     }
     // Small plain magic-1 messages.
     {
-      const dir = join(work, 'tiny');
-      mkdirSync(dir);
-      const log = join(dir, '00000000000000000000.log');
-      const chunks = [];
-      let pending = [];
-      let pendingBytes = 0;
-      const { bytes } = writeV1TinySegment(log, TINY_MB * MiB, {
-        onMessage: (key, value) => {
-          pending.push(key, value);
-          pendingBytes += key.length + value.length;
-          if (pendingBytes >= MiB) {
-            chunks.push(Buffer.concat(pending));
-            pending = [];
-            pendingBytes = 0;
-          }
-        },
-      });
-      if (pending.length) chunks.push(Buffer.concat(pending));
-      const rawFile = join(work, 'tiny.raw');
-      writeList(rawFile, chunks);
-      const floor = { rawFile, gzCount: 0, rawCount: chunks.length };
+      const { log, bytes, floor } = tinyData(work, TINY_MB);
       cases.push({
         name: 'small v1 messages, coalesce -> zstd-3',
         log,

@@ -13,14 +13,12 @@
 // Options (env): BENCH_REPS (3), BENCH_GZ_MB (128), BENCH_TINY_MB (64), BENCH_DIR (os tmp).
 // Run: pnpm bench whole-process
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MiB, writeV1GzipSegment, writeV1TinySegment, writeV2GzipSegment } from './data.mjs';
-import { canPin, childEnv, floorInChild, payloadsOf, writeList } from './floor.mjs';
+import { canPin, childEnv, floorInChild, tinyData, v1GzipData, v2GzipData } from './floor.mjs';
 
-const legacy = await import(new URL('../packages/legacy/dist/index.js', import.meta.url).href);
 const bin = fileURLToPath(new URL('../apps/cli/dist/seglift', import.meta.url));
 const REPS = Number(process.env.BENCH_REPS ?? 3);
 const GZ_MB = Number(process.env.BENCH_GZ_MB ?? 128);
@@ -58,87 +56,29 @@ function seglift(log, flags) {
 const cases = [];
 try {
   {
-    const dir = join(work, 'v2');
-    mkdirSync(dir);
-    const log = join(dir, '00000000000000000000.log');
-    const gz = [];
-    const { bytes, entries } = writeV2GzipSegment(log, GZ_MB * MiB, {
-      onBatch: (b) => gz.push(Buffer.from(b.subarray(61))),
-    });
-    const gzFile = join(work, 'v2.gz');
-    writeList(gzFile, gz);
+    const { log, bytes, floor } = v2GzipData(work, 'v2', GZ_MB);
     cases.push({
       name: `${GZ_MB} MiB v2 gzip-9 (~70 KB batches) -> zstd-3`,
       log,
       bytes,
       flags: ['--codec', 'zstd', '--level', '3'],
-      floor: { gzFile, gzCount: entries, fromGzip: true },
+      floor,
       target: 0.9,
     });
   }
   {
-    const dir = join(work, 'v1');
-    mkdirSync(dir);
-    const log = join(dir, '00000000000000000000.log');
-    const gz = [];
-    const wrappers = [];
-    const { bytes, entries } = writeV1GzipSegment(log, GZ_MB * MiB, {
-      onWrapper: (w) => {
-        gz.push(Buffer.from(legacy.readLegacyEntry(w).value));
-        wrappers.push(w);
-      },
-    });
-    // The floor compresses what the default grouping (coalesce) writes, uncompressed: one pass
-    // over the distinct wrappers (the segment repeats them), re-stamped so offsets increase.
-    const up = new legacy.Upconverter({ grouping: 'coalesce', codec: 0 });
-    const batches = [];
-    let next = 0n;
-    for (const w of wrappers) {
-      const e = Buffer.from(w);
-      e.writeBigInt64BE(next + 99n, 0);
-      next += 100n;
-      batches.push(...up.push(e));
-    }
-    batches.push(...up.flush());
-    const rawFile = join(work, 'v1.raw');
-    writeList(rawFile, payloadsOf(batches));
+    const { log, bytes, floors } = v1GzipData(work, GZ_MB, ['coalesce']);
     cases.push({
       name: `${GZ_MB} MiB v1 gzip-9 wrappers -> zstd-3`,
       log,
       bytes,
       flags: ['--codec', 'zstd', '--level', '3'],
-      floor: {
-        gzFile: join(work, 'v1.gz'),
-        rawFile,
-        gzCount: entries,
-        rawCount: Math.round((batches.length * entries) / wrappers.length),
-      },
+      floor: floors.coalesce,
       target: 0.85,
     });
-    writeList(join(work, 'v1.gz'), gz);
   }
   {
-    const dir = join(work, 'tiny');
-    mkdirSync(dir);
-    const log = join(dir, '00000000000000000000.log');
-    const chunks = [];
-    let pending = [];
-    let pendingBytes = 0;
-    const { bytes } = writeV1TinySegment(log, TINY_MB * MiB, {
-      onMessage: (key, value) => {
-        pending.push(key, value);
-        pendingBytes += key.length + value.length;
-        if (pendingBytes >= MiB) {
-          chunks.push(Buffer.concat(pending));
-          pending = [];
-          pendingBytes = 0;
-        }
-      },
-    });
-    if (pending.length) chunks.push(Buffer.concat(pending));
-    const rawFile = join(work, 'tiny.raw');
-    writeList(rawFile, chunks);
-    const floor = { rawFile, gzCount: 0, rawCount: chunks.length };
+    const { log, bytes, floor } = tinyData(work, TINY_MB);
     cases.push({
       name: `${TINY_MB} MiB small (100-200 B) v1 messages, coalesce -> zstd-3`,
       log,
