@@ -57,20 +57,11 @@ import {
   kafkaJars,
   missingTools,
 } from './support/env.js';
-import { diffServed, Harness, type Served, summarize } from './support/records.js';
+import { diffServed, Harness, type Served, summarize, type TopicSpec } from './support/records.js';
 import { built, seglift, treeDigest } from './support/seglift.js';
 
 const missing = missingTools();
 const inCI = process.env.CI === 'true';
-
-interface TopicSpec {
-  name: string;
-  partitions: number;
-  mode: 'plain' | 'headers' | 'txn' | 'compact';
-  count: number;
-  configs: string[];
-  producer: string[];
-}
 
 /** Written by Kafka 3.9 (as in oracle.test.ts): magic 0 and 1, four codecs, one LogAppendTime. */
 const legacy = (

@@ -34,7 +34,7 @@ import {
   kafkaJars,
   missingTools,
 } from './support/env.js';
-import { diffServed, Harness, type Served, summarize } from './support/records.js';
+import { diffServed, Harness, type Served, summarize, type TopicSpec } from './support/records.js';
 import { built, seglift, treeDigest, WATCHER, WORKER } from './support/seglift.js';
 
 async function until(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
@@ -51,18 +51,6 @@ if (missing && !inCI)
   console.warn(
     `kafka oracle suite skipped: ${missing} (needs a JDK 17+ and Maven: apt-get install openjdk-17-jdk-headless maven)`,
   );
-
-interface TopicSpec {
-  name: string;
-  partitions: number;
-  /** Oracle.java produce mode. */
-  mode: 'plain' | 'headers' | 'txn' | 'compact';
-  count: number;
-  /** Topic configs on the broker that writes it. */
-  configs: string[];
-  /** Producer configs. */
-  producer: string[];
-}
 
 const legacy = (
   name: string,

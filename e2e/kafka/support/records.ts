@@ -6,6 +6,19 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describeRun, run } from './env.js';
 
+/** A topic the suites write: Oracle.java's produce mode, topic configs, producer configs. */
+export interface TopicSpec {
+  name: string;
+  partitions: number;
+  /** Oracle.java produce mode. */
+  mode: 'plain' | 'headers' | 'txn' | 'compact';
+  count: number;
+  /** Topic configs on the broker that writes it. */
+  configs: string[];
+  /** Producer configs. */
+  producer: string[];
+}
+
 export type Isolation = 'read_uncommitted' | 'read_committed';
 
 export interface ServedRecord {
