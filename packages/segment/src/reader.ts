@@ -158,6 +158,10 @@ export async function* readSegmentChunks(
 
     while (w.pos < fileSize) {
       options.signal?.throwIfAborted();
+      // The common case in a plain loop: an async generator's loop, hot for every small entry,
+      // was optimized and thrown away by V8 five times a run (100 ms of compiling a 64 MiB file).
+      w.pos = skipHeldEntries(w.buf, w.bufStart, w.pos, fileSize, maxEntryBytes);
+      if (w.pos >= fileSize) break;
       const remaining = fileSize - w.pos;
       if (remaining < HEADER_SIZE_UP_TO_MAGIC) {
         const c = pending();
@@ -211,6 +215,37 @@ export async function* readSegmentChunks(
     await window?.settle();
     await fh.close();
   }
+}
+
+/**
+ * The file position after the whole entries from `pos` on that `buf` (file bytes from
+ * `bufStart`) holds and that pass the framing checks of readSegmentChunks' loop, which then takes
+ * the first entry that is not held whole or does not pass, and reports it exactly.
+ */
+function skipHeldEntries(
+  buf: Buffer,
+  bufStart: number,
+  pos: number,
+  fileSize: number,
+  maxEntryBytes: number,
+): number {
+  const held = Math.min(bufStart + buf.length, fileSize);
+  while (pos >= bufStart && pos + HEADER_SIZE_UP_TO_MAGIC <= held) {
+    const o = pos - bufStart;
+    const q = o + LENGTH_OFFSET;
+    const sizeField = (buf[q] << 24) | (buf[q + 1] << 16) | (buf[q + 2] << 8) | buf[q + 3];
+    const magic = buf[o + MAGIC_OFFSET];
+    if (
+      sizeField < MIN_SIZE_FIELD ||
+      magic > 2 ||
+      (magic === 2 && sizeField < MIN_V2_SIZE_FIELD) ||
+      sizeField > maxEntryBytes - LOG_OVERHEAD ||
+      pos + sizeField + LOG_OVERHEAD > held
+    )
+      break;
+    pos += sizeField + LOG_OVERHEAD;
+  }
+  return pos;
 }
 
 /** A partial entry at the end: TruncatedDataError, or with acceptTruncatedTail reported and dropped. */
