@@ -30,3 +30,4 @@ export {
   type MetricsProgram,
   metricsPort,
 } from './schema.js';
+export { useEnglishZodMessages } from './zod.js';

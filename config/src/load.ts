@@ -3,7 +3,7 @@ import { extname } from 'node:path';
 import { type CodecName, codecId, validateLevel } from '@seglift/format';
 import { conversionSetting } from '@seglift/segment';
 import { parse as parseYaml } from 'yaml';
-import type { z } from 'zod';
+import type * as z from 'zod/mini';
 import { ConfigError, type ConfigProblem } from './errors.js';
 import { nearest } from './flags.js';
 import { CODECS, CONFIG_FILE_ENV, ENV_VARS, type EnvType, OTHER_ENV_VARS } from './names.js';
