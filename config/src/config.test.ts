@@ -21,9 +21,9 @@ function file(name: string, text: string): string {
   return p;
 }
 
-function configError(fn: () => unknown): ConfigError {
+async function configError(fn: () => unknown): Promise<ConfigError> {
   try {
-    fn();
+    await fn();
   } catch (err) {
     expect(err).toBeInstanceOf(ConfigError);
     return err as ConfigError;
@@ -52,7 +52,7 @@ describe('loadConfig', () => {
     expect(c.worker.concurrency).toBeGreaterThanOrEqual(1);
   });
 
-  it('applies defaults < file < env < flags', () => {
+  it('applies defaults < file < env < flags', async () => {
     const yaml = file(
       'prec.yaml',
       [
@@ -68,7 +68,7 @@ describe('loadConfig', () => {
         '  url: redis://file:6379',
       ].join('\n'),
     );
-    const { config: c, sources } = loadConfigWithSources({
+    const { config: c, sources } = await loadConfigWithSources({
       file: yaml,
       env: {
         SEGLIFT_WORKER_CONCURRENCY: '3',
@@ -101,20 +101,20 @@ describe('loadConfig', () => {
     });
   });
 
-  it('reads JSON files and $SEGLIFT_CONFIG', () => {
+  it('reads JSON files and $SEGLIFT_CONFIG', async () => {
     const json = file('c.json', JSON.stringify({ codec: 'lz4', queue: { name: 'q1' } }));
-    const c = loadConfig({ env: { SEGLIFT_CONFIG: json } });
+    const { config: c } = await loadConfigWithSources({ env: { SEGLIFT_CONFIG: json } });
     expect(c.codec).toBe('lz4');
     expect(c.queue).toEqual({ name: 'q1', prefix: 'seglift' });
   });
 
-  it('lists every problem at once with path, value, source and what is allowed', () => {
+  it('lists every problem at once with path, value, source and what is allowed', async () => {
     const yaml = file(
       'bad.yaml',
       ['codec: brotli', 'roots: [relative/dir]', 'worker:', '  concurency: 2'].join('\n'),
     );
-    const err = configError(() =>
-      loadConfig({
+    const err = await configError(() =>
+      loadConfigWithSources({
         file: yaml,
         env: {
           SEGLIFT_WORKER_CONCURRENCY: 'many',
@@ -164,33 +164,37 @@ describe('loadConfig', () => {
     expect(err.message.split('\n')).toHaveLength(9);
   });
 
-  it('checks the level against the codec even when other fields fail too', () => {
-    const err = configError(() =>
+  it('checks the level against the codec even when other fields fail too', async () => {
+    const err = await configError(() =>
       loadConfig({ env: {}, flags: { codec: 'gzip', level: 12, indexIntervalBytes: -1 } }),
     );
     expect(err.problems.map((p) => [p.path, p.message])).toEqual([
       ['indexIntervalBytes', expect.any(String)],
       ['level', 'invalid gzip level 12: expected 1..9'],
     ]);
-    const snappy = configError(() => loadConfig({ env: {}, flags: { codec: 'snappy', level: 1 } }));
+    const snappy = await configError(() => loadConfig({ env: {}, flags: { codec: 'snappy', level: 1 } }));
     expect(snappy.problems).toEqual([
       { path: 'level', value: 1, message: 'codec snappy has no compression levels', source: 'flag' },
     ]);
     expect(loadConfig({ env: {}, flags: { codec: 'zstd', level: -5 } }).level).toBe(-5);
   });
 
-  it('reports unreadable and unparsable files', () => {
-    const missing = configError(() => loadConfig({ env: {}, file: join(tmp, 'nope.yaml') }));
+  it('reports unreadable and unparsable files', async () => {
+    const missing = await configError(() => loadConfigWithSources({ env: {}, file: join(tmp, 'nope.yaml') }));
     expect(missing.problems).toHaveLength(1);
     expect(missing.problems[0].message).toContain('cannot read config file');
-    const broken = configError(() => loadConfig({ env: {}, file: file('broken.json', '{"codec": ') }));
+    const broken = await configError(() =>
+      loadConfigWithSources({ env: {}, file: file('broken.json', '{"codec": ') }),
+    );
     expect(broken.problems[0].message).toContain('cannot parse config file');
-    const list = configError(() => loadConfig({ env: {}, file: file('list.yaml', '- a\n- b\n') }));
+    const list = await configError(() =>
+      loadConfigWithSources({ env: {}, file: file('list.yaml', '- a\n- b\n') }),
+    );
     expect(list.problems[0].message).toContain('must contain a mapping');
   });
 
-  it('rejects queue names BullMQ cannot use', () => {
-    const err = configError(() => loadConfig({ env: { SEGLIFT_QUEUE_NAME: 'a:b' } }));
+  it('rejects queue names BullMQ cannot use', async () => {
+    const err = await configError(() => loadConfig({ env: { SEGLIFT_QUEUE_NAME: 'a:b' } }));
     expect(err.problems.map((p) => p.path)).toEqual(['queue.name']);
   });
 });
@@ -210,8 +214,8 @@ describe('redaction', () => {
     });
   });
 
-  it('annotates non-default fields with their source', () => {
-    const { config, sources } = loadConfigWithSources({
+  it('annotates non-default fields with their source', async () => {
+    const { config, sources } = await loadConfigWithSources({
       env: { SEGLIFT_WORKER_CONCURRENCY: '3' },
       flags: { codec: 'lz4' },
     });

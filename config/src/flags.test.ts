@@ -70,8 +70,8 @@ describe('settings an operator types', () => {
     expect(() => loadConfig({ env: {}, flags: { codec: 'brotli' } })).toThrow(/codec = "brotli"/);
   });
 
-  it('warns about a SEGLIFT_* variable that is no setting, naming the one it was likely meant to be', () => {
-    const { warnings } = loadConfigWithSources({
+  it('warns about a SEGLIFT_* variable that is no setting, naming the one it was likely meant to be', async () => {
+    const { warnings } = await loadConfigWithSources({
       env: {
         SEGLIFT_CODECC: 'lz4',
         SEGLIFT_CODEC: 'gzip',

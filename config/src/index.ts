@@ -1,5 +1,6 @@
 export { ConfigError, type ConfigProblem } from './errors.js';
 export { FlagError, type FlagOptions, nearest, type ParsedFlags, parseFlags } from './flags.js';
+export { type FormatConfigOptions, formatConfig } from './format.js';
 export {
   conversionSettingsHelp,
   describeSettings,
@@ -18,7 +19,7 @@ export {
 } from './load.js';
 export { CODECS, CONFIG_FILE_ENV, ENV_VARS, OTHER_ENV_VARS } from './names.js';
 export { type PipelineOptions, pipelineOptions } from './pipeline.js';
-export { type FormatConfigOptions, formatConfig, REDACTED, redactConfig, redactUrl } from './redact.js';
+export { REDACTED, redactConfig, redactUrl } from './redact.js';
 export {
   type Config,
   type ConfigInput,
@@ -30,3 +31,4 @@ export {
   type MetricsProgram,
   metricsPort,
 } from './schema.js';
+export { useEnglishZodMessages } from './zod.js';

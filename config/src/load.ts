@@ -2,8 +2,7 @@ import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { type CodecName, codecId, validateLevel } from '@seglift/format';
 import { conversionSetting } from '@seglift/segment';
-import { parse as parseYaml } from 'yaml';
-import type { z } from 'zod';
+import type * as z from 'zod/mini';
 import { ConfigError, type ConfigProblem } from './errors.js';
 import { nearest } from './flags.js';
 import { CODECS, CONFIG_FILE_ENV, ENV_VARS, type EnvType, OTHER_ENV_VARS } from './names.js';
@@ -33,23 +32,48 @@ export interface LoadedConfig {
   warnings: string[];
 }
 
-/** defaults < config file < SEGLIFT_* environment < flags; throws one ConfigError listing every problem. */
-export function loadConfig(options: LoadConfigOptions = {}): Config {
-  return loadConfigWithSources(options).config;
+/**
+ * defaults < SEGLIFT_* environment < flags, synchronously, reading no config file (a test's or a
+ * tool's settings); throws one ConfigError listing every problem. The programs use
+ * loadConfigWithSources, which reads the config file too.
+ */
+export function loadConfig(options: Omit<LoadConfigOptions, 'file'> = {}): Config {
+  const env = options.env ?? process.env;
+  const file = (options as LoadConfigOptions).file ?? nonEmpty(env[CONFIG_FILE_ENV]);
+  if (file !== undefined)
+    throw new Error(`loadConfig reads no config file (${file}): use loadConfigWithSources`);
+  return settingsFrom(undefined, env, options.flags).config;
 }
 
-export function loadConfigWithSources(options: LoadConfigOptions = {}): LoadedConfig {
+/**
+ * defaults < config file < SEGLIFT_* environment < flags; throws one ConfigError listing every
+ * problem. Asynchronous because a YAML file's parser is loaded only to read one: a run without a
+ * config file (or with a JSON one) never loads it (start-up: bench/startup.bench.mjs).
+ */
+export async function loadConfigWithSources(options: LoadConfigOptions = {}): Promise<LoadedConfig> {
   const env = options.env ?? process.env;
+  const path = options.file ?? nonEmpty(env[CONFIG_FILE_ENV]);
+  return settingsFrom(path === undefined ? undefined : await readConfigFile(path), env, options.flags);
+}
+
+/** What a config file gave: its settings, or the problem reading it. */
+interface ConfigFile {
+  path: string;
+  doc?: Record<string, unknown>;
+  problem?: ConfigProblem;
+}
+
+function settingsFrom(
+  file: ConfigFile | undefined,
+  env: NodeJS.ProcessEnv,
+  flags: Record<string, unknown> | undefined,
+): LoadedConfig {
   const problems: ConfigProblem[] = [];
   const merged: Record<string, unknown> = {};
   const sources: Record<string, string> = {};
 
-  const file = options.file ?? nonEmpty(env[CONFIG_FILE_ENV]);
-  if (file !== undefined) {
-    const source = `file ${file}`;
-    const doc = readConfigFile(file, problems);
-    if (doc !== undefined) mergeInto(merged, doc, sources, source, []);
-  }
+  if (file?.problem !== undefined) problems.push(file.problem);
+  if (file?.doc !== undefined) mergeInto(merged, file.doc, sources, `file ${file.path}`, []);
 
   for (const v of ENV_VARS) {
     const raw = env[v.env];
@@ -58,7 +82,7 @@ export function loadConfigWithSources(options: LoadConfigOptions = {}): LoadedCo
     sources[v.path] = `env ${v.env}`;
   }
 
-  if (options.flags !== undefined) mergeInto(merged, expandDotted(options.flags), sources, 'flag', []);
+  if (flags !== undefined) mergeInto(merged, expandDotted(flags), sources, 'flag', []);
 
   const result = validateConfig(merged, sources);
   if (!result.ok) problems.push(...result.problems);
@@ -136,27 +160,26 @@ function sourceOf(path: string, sources: Record<string, string>): string | undef
   return undefined;
 }
 
-function readConfigFile(file: string, problems: ConfigProblem[]): Record<string, unknown> | undefined {
+async function readConfigFile(path: string): Promise<ConfigFile> {
+  const problem = (message: string): ConfigFile => ({ path, problem: { path: '', message } });
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readFileSync(path, 'utf8');
   } catch (err) {
-    problems.push({ path: '', message: `cannot read config file ${file}: ${(err as Error).message}` });
-    return undefined;
+    return problem(`cannot read config file ${path}: ${(err as Error).message}`);
   }
+  // The YAML parser (~120 KB) is loaded only to read a YAML file.
+  const parse: (text: string) => unknown =
+    extname(path).toLowerCase() === '.json' ? JSON.parse : (await import('./yaml.js')).parseYaml;
   let doc: unknown;
   try {
-    doc = extname(file).toLowerCase() === '.json' ? JSON.parse(text) : parseYaml(text);
+    doc = parse(text);
   } catch (err) {
-    problems.push({ path: '', message: `cannot parse config file ${file}: ${(err as Error).message}` });
-    return undefined;
+    return problem(`cannot parse config file ${path}: ${(err as Error).message}`);
   }
-  if (doc === null || doc === undefined) return {};
-  if (!isPlainObject(doc)) {
-    problems.push({ path: '', message: `config file ${file} must contain a mapping of settings` });
-    return undefined;
-  }
-  return doc;
+  if (doc === null || doc === undefined) return { path, doc: {} };
+  if (!isPlainObject(doc)) return problem(`config file ${path} must contain a mapping of settings`);
+  return { path, doc };
 }
 
 function convertEnv(raw: string, type: EnvType): unknown {

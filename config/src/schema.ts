@@ -3,7 +3,10 @@ import { isAbsolute } from 'node:path';
 import { DEFAULT_MAX_BATCH_BYTES } from '@seglift/format';
 import { DEFAULT_COALESCE_BYTES } from '@seglift/legacy';
 import { CONVERSION_SETTINGS, type ConversionSetting, type ConversionSettings } from '@seglift/segment';
-import { z } from 'zod';
+import * as z from 'zod/mini';
+import { useEnglishZodMessages } from './zod.js';
+
+useEnglishZodMessages();
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -20,31 +23,33 @@ export function metricsPort(config: { metrics: { port?: number } }, program: Met
 export { DEFAULT_COALESCE_BYTES, DEFAULT_MAX_BATCH_BYTES };
 
 /** The schema of one declared conversion setting (@seglift/segment's CONVERSION_SETTINGS). */
-function settingSchema(s: ConversionSetting): z.ZodType {
+function settingSchema(s: ConversionSetting): z.ZodMiniType {
   switch (s.type) {
     case 'codec':
       // In any case (`ZSTD`, `Zstd`): a codec name copied from elsewhere is not refused for its case.
-      return z
-        .preprocess(
-          (v) => (typeof v === 'string' ? v.toLowerCase() : v),
+      // (The classic API's preprocess, spelt out.)
+      return z._default(
+        z.pipe(
+          z.transform((v: unknown) => (typeof v === 'string' ? v.toLowerCase() : v)),
           z.enum(s.values as [string, ...string[]]),
-        )
-        .default(s.default);
+        ),
+        s.default,
+      );
     case 'enum':
-      return z.enum(s.values as [string, ...string[]]).default(s.default);
+      return z._default(z.enum(s.values as [string, ...string[]]), s.default);
     case 'level':
       // Checked against the codec in validateConfig (levelProblems).
-      return z.int().optional();
+      return z.optional(z.int());
     case 'int':
-      return z.int().min(s.min).default(s.default);
+      return z._default(z.int().check(z.minimum(s.min)), s.default);
     case 'bool':
-      return z.boolean().default(s.default);
+      return z._default(z.boolean(), s.default);
   }
 }
 
 /** The declared settings whose config key is `<group>.<key>` (group '': top level), by key. */
 function conversionFields<G extends string>(group: G): FieldsOf<G> {
-  const fields: Record<string, z.ZodType> = {};
+  const fields: Record<string, z.ZodMiniType> = {};
   for (const s of CONVERSION_SETTINGS as readonly ConversionSetting[]) {
     const at = s.path.lastIndexOf('.');
     if (s.path.slice(0, Math.max(at, 0)) === group) fields[s.path.slice(at + 1)] = settingSchema(s);
@@ -56,8 +61,8 @@ type Declared = (typeof CONVERSION_SETTINGS)[number];
 type ValueOf<S extends Declared> = Required<ConversionSettings>[S['name']];
 /** A declared setting's schema, typed from its declaration: optional without a default. */
 type FieldOf<S extends Declared> = S['default'] extends undefined
-  ? z.ZodOptional<z.ZodType<ValueOf<S>, ValueOf<S>>>
-  : z.ZodDefault<z.ZodType<ValueOf<S>, S['type'] extends 'codec' ? unknown : ValueOf<S>>>;
+  ? z.ZodMiniOptional<z.ZodMiniType<ValueOf<S>, ValueOf<S>>>
+  : z.ZodMiniDefault<z.ZodMiniType<ValueOf<S>, S['type'] extends 'codec' ? unknown : ValueOf<S>>>;
 type KeyIn<P extends string, G extends string> = G extends ''
   ? P extends `${string}.${string}`
     ? never
@@ -67,31 +72,37 @@ type KeyIn<P extends string, G extends string> = G extends ''
     : never;
 type FieldsOf<G extends string> = { [S in Declared as KeyIn<S['path'], G>]: FieldOf<S> };
 
-const absolutePath = z.string().min(1).refine(isAbsolute, { message: 'must be an absolute path' });
-const positiveInt = z.int().min(1);
-const nonNegativeInt = z.int().min(0);
+const absolutePath = z
+  .string()
+  .check(z.minLength(1), z.refine(isAbsolute, { message: 'must be an absolute path' }));
+const positiveInt = z.int().check(z.minimum(1));
+const nonNegativeInt = z.int().check(z.minimum(0));
 
-const redisUrl = z.string().refine(
-  (s) => {
-    try {
-      const u = new URL(s);
-      return (u.protocol === 'redis:' || u.protocol === 'rediss:') && u.hostname !== '';
-    } catch {
-      return false;
-    }
-  },
-  { message: 'must be a redis:// or rediss:// URL like redis://user:password@host:6379/0' },
+const redisUrl = z.string().check(
+  z.refine(
+    (s) => {
+      try {
+        const u = new URL(s);
+        return (u.protocol === 'redis:' || u.protocol === 'rediss:') && u.hostname !== '';
+      } catch {
+        return false;
+      }
+    },
+    { message: 'must be a redis:// or rediss:// URL like redis://user:password@host:6379/0' },
+  ),
 );
 
 /** BullMQ keys are `<prefix>:<name>:...`, so neither may contain ':'. */
-const redisName = z.string().regex(/^[A-Za-z0-9_.-]+$/, { message: 'letters, digits, _ . - only (no ":")' });
+const redisName = z
+  .string()
+  .check(z.regex(/^[A-Za-z0-9_.-]+$/, { message: 'letters, digits, _ . - only (no ":")' }));
 
 export const ConfigSchema = z.strictObject({
   /**
    * Directories seglift may rewrite: every job path (worker) and every path the CLI writes or
    * converts is checked against them by real path; inspect, verify and audit only read.
    */
-  roots: z.array(absolutePath).default([]),
+  roots: z._default(z.array(absolutePath), []),
   /**
    * codec, level, grouping, coalesceBytes, maxBatchBytes, indexIntervalBytes, onlyIfSmaller,
    * segmentIndexBytes: declared in @seglift/segment's conversion-settings.ts (type, default, env
@@ -99,69 +110,76 @@ export const ConfigSchema = z.strictObject({
    */
   ...conversionFields(''),
   /** Keep the original files here before swapping (absolute); omitted = no backup. */
-  backupDir: absolutePath.optional(),
+  backupDir: z.optional(absolutePath),
   /**
    * Two-phase migration's stage dir (absolute): `migrate --prepare` converts into it while the
    * broker runs, `migrate --commit` swaps from it. Same filesystem as the log dir, outside it.
    */
-  stageDir: absolutePath.optional(),
-  redis: z.strictObject({ url: redisUrl.default('redis://127.0.0.1:6379') }).prefault({}),
-  queue: z
-    .strictObject({ name: redisName.default('segments'), prefix: redisName.default('seglift') })
-    .prefault({}),
-  worker: z
-    .strictObject({
+  stageDir: z.optional(absolutePath),
+  redis: z.prefault(z.strictObject({ url: z._default(redisUrl, 'redis://127.0.0.1:6379') }), {}),
+  queue: z.prefault(
+    z.strictObject({ name: z._default(redisName, 'segments'), prefix: z._default(redisName, 'seglift') }),
+    {},
+  ),
+  worker: z.prefault(
+    z.strictObject({
       /** Conversions in parallel per worker process (each runs in its own worker thread). */
-      concurrency: positiveInt.default(Math.max(1, availableParallelism())),
+      concurrency: z._default(positiveInt, Math.max(1, availableParallelism())),
       /** Attempts for transient (I/O) failures; format errors fail at once. */
-      attempts: positiveInt.default(5),
+      attempts: z._default(positiveInt, 5),
       /** First retry delay; doubles each attempt. */
-      backoffMs: nonNegativeInt.default(5_000),
+      backoffMs: z._default(nonNegativeInt, 5_000),
       /** BullMQ job lock; a killed worker's job is redone after about this long. */
-      lockDurationMs: z.int().min(1000).default(30_000),
-      stalledIntervalMs: z.int().min(1000).default(30_000),
-      maxStalledCount: nonNegativeInt.default(5),
+      lockDurationMs: z._default(z.int().check(z.minimum(1000)), 30_000),
+      stalledIntervalMs: z._default(z.int().check(z.minimum(1000)), 30_000),
+      maxStalledCount: z._default(nonNegativeInt, 5),
       /** On SIGTERM, let running conversions finish this long before aborting them. */
-      shutdownGraceMs: nonNegativeInt.default(30_000),
-    })
-    .prefault({}),
-  watcher: z
-    .strictObject({
+      shutdownGraceMs: z._default(nonNegativeInt, 30_000),
+    }),
+    {},
+  ),
+  watcher: z.prefault(
+    z.strictObject({
       /**
        * `--once --wait`: stop waiting (exit 3) when no queued segment has finished for this long
        * and no worker is connected to the queue (0 = wait forever).
        */
-      noWorkerTimeoutMs: nonNegativeInt.default(900_000),
-    })
-    .prefault({}),
-  readiness: z
-    .strictObject({
+      noWorkerTimeoutMs: z._default(nonNegativeInt, 900_000),
+    }),
+    {},
+  ),
+  readiness: z.prefault(
+    z.strictObject({
       /** Archive mode: the newest segment is ready once unchanged for this long. */
-      quietMs: nonNegativeInt.default(300_000),
+      quietMs: z._default(nonNegativeInt, 300_000),
       /** Live broker dirs: only segments with a newer segment beside them are ready. */
-      requireRolled: z.boolean().default(true),
-    })
-    .prefault({}),
-  limits: z
-    .strictObject({
+      requireRolled: z._default(z.boolean(), true),
+    }),
+    {},
+  ),
+  limits: z.prefault(
+    z.strictObject({
       ...conversionFields('limits'),
       /** Kafka positions are int32: a segment must stay below 2 GiB. */
-      maxSegmentBytes: positiveInt.max(2 ** 31 - 1).default(2 ** 31 - 1),
-    })
-    .prefault({}),
-  metrics: z
-    .strictObject({
+      maxSegmentBytes: z._default(z.int().check(z.minimum(1), z.maximum(2 ** 31 - 1)), 2 ** 31 - 1),
+    }),
+    {},
+  ),
+  metrics: z.prefault(
+    z.strictObject({
       /**
        * /metrics, /healthz, /readyz. Unset: each program's own default (METRICS_PORTS), so that a
        * watcher and a worker on one host do not collide; 0 picks a free port.
        */
-      port: z.int().min(0).max(65535).optional(),
-      host: z.string().min(1).default('0.0.0.0'),
-    })
-    .prefault({}),
-  log: z
-    .strictObject({ level: z.enum(LOG_LEVELS).default('info'), pretty: z.boolean().default(false) })
-    .prefault({}),
+      port: z.optional(z.int().check(z.minimum(0), z.maximum(65535))),
+      host: z._default(z.string().check(z.minLength(1)), '0.0.0.0'),
+    }),
+    {},
+  ),
+  log: z.prefault(
+    z.strictObject({ level: z._default(z.enum(LOG_LEVELS), 'info'), pretty: z._default(z.boolean(), false) }),
+    {},
+  ),
 });
 // The codec/level cross-check lives in validateConfig (load.ts): zod skips object refinements
 // when any field failed, and a ConfigError must list every problem at once.

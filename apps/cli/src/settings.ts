@@ -106,12 +106,12 @@ export function includeActiveRules(): ReadinessRules {
  * `seglift config print` use) with the command's flags as the highest-precedence source. Codec
  * and grouping go to the loader unchecked so one ConfigError lists every problem (exit 2).
  */
-export function loadSettings(
+export async function loadSettings(
   command: string,
   p: Parsed,
   ctx: CommandContext,
   extraFlags: Record<string, unknown> = {},
-): LoadedConfig {
+): Promise<LoadedConfig> {
   const flags: Record<string, unknown> = { ...extraFlags };
   for (const s of SETTINGS) {
     const value = settingFlagValue(command, p, ctx, s);
@@ -120,7 +120,7 @@ export function loadSettings(
   const backupDir = str(p, 'backup-dir');
   // The schema wants an absolute path; a flag is relative to where seglift was started.
   if (backupDir !== undefined) flags.backupDir = path.resolve(ctx.io.cwd, backupDir);
-  const loaded = loadConfigWithSources({ file: str(p, 'config'), env: ctx.io.env, flags });
+  const loaded = await loadConfigWithSources({ file: str(p, 'config'), env: ctx.io.env, flags });
   for (const w of loaded.warnings) ctx.err.line(`warning: ${w}`);
   return loaded;
 }

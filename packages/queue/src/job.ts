@@ -4,13 +4,19 @@
  */
 import { createHash } from 'node:crypto';
 import { isAbsolute } from 'node:path';
-import type { Config } from '@seglift/config';
+import { type Config, useEnglishZodMessages } from '@seglift/config';
 import { Job, type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { createRedis } from './redis.js';
 
-const decimal = z.string().regex(/^\d{1,30}$/, { message: 'must be a decimal integer' });
+// The worker's messages for a payload it refuses ("Unrecognized key", ...).
+useEnglishZodMessages();
+
+const decimal = z.string().check(z.regex(/^\d{1,30}$/, { message: 'must be a decimal integer' }));
+const absolutePath = z
+  .string()
+  .check(z.minLength(1), z.maxLength(4096), z.refine(isAbsolute, { message: 'must be an absolute path' }));
 
 /**
  * The payload of a segment job, shared by the watcher (producer) and the worker (consumer). The
@@ -19,52 +25,39 @@ const decimal = z.string().regex(/^\d{1,30}$/, { message: 'must be a decimal int
 export const SegmentJobSchema = z
   .strictObject({
     /** Real path of the `.log` file when queued (the worker re-resolves it against its roots). */
-    path: z
-      .string()
-      .min(1)
-      .max(4096)
-      .refine(isAbsolute, { message: 'must be an absolute path' })
-      .refine((p) => p.endsWith('.log'), { message: 'must name a .log file' }),
+    path: absolutePath.check(z.refine((p) => p.endsWith('.log'), { message: 'must name a .log file' })),
     /** Size and mtime of the file judged ready: the worker converts only that file (item 4). */
-    size: z.int().min(0),
-    mtimeMs: z.number().min(0),
+    size: z.int().check(z.minimum(0)),
+    mtimeMs: z.number().check(z.minimum(0)),
     /**
      * Inode and ctime (ns, decimal) of the file judged ready. The job id hashes them: `cp -p` of a
      * backup restores size and mtime but never the ctime, so a restored file is a new job, never
      * the completed job of the file it replaces. The worker checks the inode (a file put in its
      * place is another file). Optional: jobs queued before they existed still validate.
      */
-    ino: decimal.optional(),
-    ctimeNs: decimal.optional(),
+    ino: z.optional(decimal),
+    ctimeNs: z.optional(decimal),
     /**
      * 'prepare': the first step of a two-phase migration (docs/operator-guide.md): convert and
      * verify into `stageDir` while the broker runs, nothing in the log dir written. Default
      * 'convert' (in place). Prepare jobs have their own job ids (segmentJobId).
      */
-    mode: z.enum(['convert', 'prepare']).optional(),
+    mode: z.optional(z.enum(['convert', 'prepare'])),
     /**
      * The log dir the partition was found in (absolute): whose `.lock` a broker serving it holds.
      * For a partition linked in from another disk it is not the real path's grandparent. The
      * worker checks it holds the partition; absent: dirname(dirname(real path)). Not in the job id.
      */
-    logDir: z
-      .string()
-      .min(1)
-      .max(4096)
-      .refine(isAbsolute, { message: 'must be an absolute path' })
-      .optional(),
+    logDir: z.optional(absolutePath),
     /** The stage dir of a prepare job (absolute, within the worker's roots). */
-    stageDir: z
-      .string()
-      .min(1)
-      .max(4096)
-      .refine(isAbsolute, { message: 'must be an absolute path' })
-      .optional(),
+    stageDir: z.optional(absolutePath),
   })
-  .refine((d) => d.mode !== 'prepare' || d.stageDir !== undefined, {
-    message: "a 'prepare' job needs stageDir",
-    path: ['stageDir'],
-  });
+  .check(
+    z.refine((d) => d.mode !== 'prepare' || d.stageDir !== undefined, {
+      message: "a 'prepare' job needs stageDir",
+      path: ['stageDir'],
+    }),
+  );
 export type SegmentJobData = z.output<typeof SegmentJobSchema>;
 
 /** The state of a segment's `.log` a job is for (what the watcher judged ready). */

@@ -6,7 +6,7 @@
  * decode the same; a `failedReason` that is not JSON (BullMQ's own, e.g. a job stalled too often)
  * decodes to its message.
  */
-import { z } from 'zod';
+import * as z from 'zod/mini';
 
 export const JobResultSchema = z.object({
   /** The segment's `.log` (a real path, within the worker's roots). */
@@ -14,7 +14,7 @@ export const JobResultSchema = z.object({
   /** The SegmentReport's result: converted, skipped, copied, ... */
   result: z.string(),
   /** Why skipped (e.g. 'already-target-codec', 'missing', 'source-changed'). */
-  reason: z.string().optional(),
+  reason: z.optional(z.string()),
   bytesIn: z.number(),
   bytesOut: z.number(),
   durationMs: z.number(),

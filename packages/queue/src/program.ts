@@ -127,7 +127,7 @@ async function main(program: QueueProgram, argv: readonly string[]): Promise<num
   let config: Config;
   let warnings: string[];
   try {
-    ({ config, warnings } = loadConfigWithSources({
+    ({ config, warnings } = await loadConfigWithSources({
       file: values.config as string | undefined,
       flags: {
         roots: values.root,

@@ -185,7 +185,7 @@ export const auditCommand: Command = {
       json: { type: 'boolean' },
     });
     const dirs = requirePositionals('audit', p, '<dir>... (a Kafka log dir or partition dir)');
-    const { config } = loadSettings('audit', p, ctx, {
+    const { config } = await loadSettings('audit', p, ctx, {
       'worker.concurrency': intOpt('audit', p, 'concurrency', { min: 1, max: 1024 }),
     });
     return audit(dirs, ctx, {

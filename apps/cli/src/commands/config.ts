@@ -50,7 +50,10 @@ export const configCommand: Command = {
 };
 
 export async function configPrint(ctx: CommandContext, options: ConfigPrintOptions = {}): Promise<number> {
-  const { config, sources, warnings } = loadConfigWithSources({ file: options.config, env: ctx.io.env });
+  const { config, sources, warnings } = await loadConfigWithSources({
+    file: options.config,
+    env: ctx.io.env,
+  });
   for (const w of warnings) ctx.err.line(`warning: ${w}`);
   ctx.out.write(formatConfig(config, { format: options.json ? 'json' : 'yaml', sources }));
   return ExitCode.OK;

@@ -96,7 +96,7 @@ export const convertCommand: Command = {
       const dup = names.find((n, i) => names.indexOf(n) !== i);
       if (dup) throw new UsageError(`two inputs named ${dup} would collide in --out ${outDir}`, 'convert');
     }
-    const settings = loadSettings('convert', p, ctx);
+    const settings = await loadSettings('convert', p, ctx);
     const { config } = settings;
     await requireWithinRoots(
       [...files, outDir, inPlace ? config.backupDir : undefined],

@@ -118,7 +118,7 @@ export const migrateCommand: Command = {
     });
     const dirs = requirePositionals('migrate', p, '<dir>... (Kafka log dirs or partition dirs)');
     const stageFlag = str(p, 'stage-dir');
-    const settings = loadSettings('migrate', p, ctx, {
+    const settings = await loadSettings('migrate', p, ctx, {
       // The worker's setting: conversions in parallel in one process.
       'worker.concurrency': intOpt('migrate', p, 'concurrency', { min: 1, max: 1024 }),
       // The schema wants an absolute path; a flag is relative to where seglift was started.
