@@ -12,7 +12,8 @@
 // process. Runs alternate E W1 W2 E W1 W2 ...; medians are reported. Redis's commandstats per
 // run say how many round trips a job costs. Needs root (netns), redis-server, iproute2, taskset.
 // Options (env): BENCH_SCALE_PARTITIONS (8), BENCH_SCALE_SEGMENTS (2 rolled per partition),
-// BENCH_SEG_MB (8), BENCH_SCALE_THREADS (N, 1), BENCH_REPS (3), BENCH_DIR (os tmp).
+// BENCH_SEG_MB (8), BENCH_SCALE_THREADS (N, 1), BENCH_REPS (3), BENCH_DIR (os tmp),
+// BENCH_SCALE_LOG_DIR (unset; a dir to keep each distributed run's worker and watcher logs in).
 // Run: pnpm bench scale
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -31,6 +32,7 @@ const SEGLIFT = join(repo, 'apps/cli/dist/seglift');
 const WORKER = join(repo, 'apps/worker/dist/seglift-worker');
 const WATCHER = join(repo, 'apps/watcher/dist/seglift-watcher');
 const RSS_LIMIT_MIB = 200;
+const LOG_DIR = process.env.BENCH_SCALE_LOG_DIR;
 
 function need() {
   const missing = [];
@@ -86,7 +88,7 @@ function cleanUp() {
         process.kill(p.spawnargs[0] === '/usr/bin/time' ? -p.pid : p.pid, 'SIGKILL');
       } catch {}
     }
-  if (redis?.exitCode === null) redis.kill('SIGKILL');
+  if (redis?.p.exitCode === null) redis.p.kill('SIGKILL');
   for (const h of hosts) {
     spawnSync('ip', ['netns', 'del', h.ns]);
     spawnSync('ip', ['link', 'del', h.host]);
@@ -232,7 +234,7 @@ function timedAsync(cmd, args, env) {
       const ms = performance.now() - t;
       if (code !== 0) return reject(new Error(`${cmd} exited with ${code}: ${err.slice(-4000)}`));
       const [u, sys, m] = readFileSync(rss, 'utf8').trim().split('\n').pop().split(' ').map(Number);
-      resolve({ ms, cpu: u + sys, rssMiB: m / 1024, out });
+      resolve({ ms, cpu: u + sys, rssMiB: m / 1024, out, err });
     }),
   );
 }
@@ -320,6 +322,11 @@ async function distributed(root, queue, on) {
   for (const w of workers) {
     if (w.p.exitCode === null) await new Promise((r) => w.p.once('exit', r));
     procs.delete(w.p);
+  }
+  if (LOG_DIR !== undefined) {
+    mkdirSync(LOG_DIR, { recursive: true });
+    writeFileSync(join(LOG_DIR, `${queue}-watcher.log`), watcher.out + watcher.err);
+    for (const w of workers) writeFileSync(join(LOG_DIR, `${queue}-${w.host.ns}.log`), w.log());
   }
   let last = 0;
   const perWorker = [];
