@@ -1,4 +1,5 @@
 import { stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { type Config, pipelineOptions } from '@seglift/config';
 import type { Logger } from '@seglift/observability';
 import {
@@ -98,7 +99,7 @@ export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
     result.ok = false;
     return result;
   }
-  const enq = await enqueueSegments(queue, redis, config, plan.jobs);
+  const enq = await enqueueSegments(queue, redis, config, inTurnsAcrossLogDirs(plan.jobs));
   result.alreadyDone += enq.alreadyDone;
   result.queued = enq.jobIds.length;
   if (enq.rerun > 0) logger?.info({ rerun: enq.rerun }, 'jobs of segments not done yet run again');
@@ -265,6 +266,45 @@ async function notDone(
     if (e.code === 'ENOENT' || e.cause?.code === 'ENOENT') return undefined;
     return `cannot be read: ${(err as Error).message}`;
   }
+}
+
+/**
+ * The jobs in turns across log dirs, and within a log dir across its partitions, each partition's
+ * in its order. Workers take jobs in queue order, so the next worker takes another log dir (a
+ * worker holds its log dir's .lock while it converts: two on one take turns) and another
+ * partition (leased), instead of finding them taken and putting its job off. Queued partition by
+ * partition, two workers were 2.5x slower than one in bench/scale.
+ */
+function inTurnsAcrossLogDirs(jobs: readonly SegmentJobData[]): SegmentJobData[] {
+  const byLogDir = new Map<string, SegmentJobData[][]>();
+  for (const partition of groupBy(jobs, (j) => dirname(j.path)).values()) {
+    // The lock the worker takes: the job says which log dir holds a partition linked in.
+    const logDir = partition[0].logDir ?? dirname(dirname(partition[0].path));
+    const list = byLogDir.get(logDir);
+    if (list === undefined) byLogDir.set(logDir, [partition]);
+    else list.push(partition);
+  }
+  return inTurns([...byLogDir.values()].map(inTurns));
+}
+
+function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const list = groups.get(k);
+    if (list === undefined) groups.set(k, [item]);
+    else list.push(item);
+  }
+  return groups;
+}
+
+/** The lists' items in turns: each list's first, then each one's second, ... */
+function inTurns<T>(lists: readonly T[][]): T[] {
+  const out: T[] = [];
+  const total = lists.reduce((n, l) => n + l.length, 0);
+  for (let turn = 0; out.length < total; turn++)
+    for (const list of lists) if (turn < list.length) out.push(list[turn]);
+  return out;
 }
 
 /**
