@@ -11,6 +11,9 @@
 // the last "segment done" a worker logged; the embedded one is the whole `seglift migrate`
 // process. Runs alternate E W1 W2 E W1 W2 ...; medians are reported. Redis's commandstats per
 // run say how many round trips a job costs. Needs root (netns), redis-server, iproute2, taskset.
+// The partitions are spread over BENCH_SCALE_LOG_DIRS log dirs (2, as a broker's JBOD disks or
+// two brokers' dirs): everything that writes in a log dir holds its Kafka .lock, so two workers
+// on one log dir take turns (docs/operator-guide.md, "The broker's lock"), as two `migrate`s do.
 // Options (env): BENCH_SCALE_PARTITIONS (8), BENCH_SCALE_SEGMENTS (2 rolled per partition),
 // BENCH_SEG_MB (8), BENCH_SCALE_THREADS (N, 1), BENCH_REPS (3), BENCH_DIR (os tmp),
 // BENCH_SCALE_LOG_DIR (unset; a dir to keep each distributed run's worker and watcher logs in).
@@ -23,6 +26,7 @@ import { join } from 'node:path';
 import { MiB, writeV1GzipSegment } from './data.mjs';
 
 const PARTITIONS = Number(process.env.BENCH_SCALE_PARTITIONS ?? 8);
+const LOG_DIRS = Number(process.env.BENCH_SCALE_LOG_DIRS ?? 2);
 const ROLLED = Number(process.env.BENCH_SCALE_SEGMENTS ?? 2);
 const SEG_MB = Number(process.env.BENCH_SEG_MB ?? 8);
 const N = Number(process.env.BENCH_SCALE_THREADS ?? 1);
@@ -119,7 +123,7 @@ const name = (base) => String(base).padStart(20, '0');
 /** P partitions of ROLLED rolled v1 gzip-9 segments and a small active one each. */
 function generate(root) {
   for (let p = 0; p < PARTITIONS; p++) {
-    const dir = join(root, `orders-${p}`);
+    const dir = join(root, `data-${p % LOG_DIRS}`, `orders-${p}`);
     mkdirSync(dir, { recursive: true });
     for (let s = 0; s <= ROLLED; s++) {
       const base = BigInt(s) * 10_000_000n;
@@ -409,7 +413,7 @@ try {
   const E = median(times.e);
   const W1 = median(times.w1);
   const W2 = median(times.w2);
-  const data = `${segments} x ${SEG_MB} MiB v1 gzip-9 -> zstd-3, ${PARTITIONS} partitions`;
+  const data = `${segments} x ${SEG_MB} MiB v1 gzip-9 -> zstd-3, ${PARTITIONS} partitions in ${LOG_DIRS} log dir(s)`;
   const row = (c, measured, target, ok) =>
     console.log(`| ${c} | ${measured} | ${target} | ${ok ? 'yes' : 'NO'} |`);
   console.log(`\n${data}; N = ${N}; medians of ${REPS} alternating runs\n`);
