@@ -118,8 +118,8 @@ export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
   // A job that failed in an earlier run keeps its id, so the add above was a no-op: an operator
   // re-running --once wants it tried again.
   await forEachLimit(enq.jobIds, 50, async ({ id }) => {
-    const job = await Job.fromId(queue, id);
-    if (job !== undefined && (await job.getState()) === 'failed') await job.retry('failed');
+    if ((await queue.getJobState(id)) !== 'failed') return;
+    await (await Job.fromId(queue, id))?.retry('failed');
   });
 
   const pending = new Map(enq.jobIds.map((j) => [j.id, j.path]));
