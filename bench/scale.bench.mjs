@@ -19,7 +19,7 @@
 // BENCH_SCALE_LOG_DIR (unset; a dir to keep each distributed run's worker and watcher logs in).
 // Run: pnpm bench scale
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -215,6 +215,20 @@ function cpuOf(pid) {
 }
 
 /**
+ * Seconds a running process's threads spent runnable but waiting for a CPU (schedstat): what
+ * other processes on its core took from its wall time (threads that ended meanwhile not counted).
+ */
+function cpuWaitOf(pid) {
+  let ns = 0;
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[1]);
+    } catch {}
+  }
+  return ns / 1e9;
+}
+
+/**
  * A process to its end under /usr/bin/time: wall ms, CPU s and peak RSS; not blocking this
  * process (a signal to the bench still cleans up at once).
  */
@@ -312,6 +326,7 @@ async function distributed(root, queue, on) {
     }
   });
   const redisCpu = cpuOf(redis.p.pid);
+  const waited = workers.map((w) => cpuWaitOf(w.p.pid));
   const start = Date.now();
   const watcher = await timedAsync(WATCHER, ['--once', '--wait'], envFor(root, queue, '127.0.0.1'));
   const stats = commandStats();
@@ -321,6 +336,7 @@ async function distributed(root, queue, on) {
   const rss = workers.map((w) => vmHwmMiB(w.p.pid));
   // The workers' CPU, whole process as the embedded migrate's (start-up included).
   const cpu = workers.map((w) => cpuOf(w.p.pid));
+  const wait = workers.map((w, i) => cpuWaitOf(w.p.pid) - waited[i]);
   const redisUsed = cpuOf(redis.p.pid) - redisCpu;
   for (const w of workers) w.p.kill('SIGTERM');
   for (const w of workers) {
@@ -334,22 +350,29 @@ async function distributed(root, queue, on) {
   }
   let last = 0;
   const perWorker = [];
-  for (const w of workers) {
+  // Each worker's own end less the time it waited for its core: its wall time on a quiet core.
+  let quietMs = 0;
+  for (const [i, w] of workers.entries()) {
     let n = 0;
+    let own = start;
     for (const line of w.log().split('\n')) {
       if (!line.includes('"segment done"')) continue;
       const o = JSON.parse(line);
       if (o.result !== 'converted') throw new Error(`${o.segment}: ${o.result} ${o.reason}`);
-      last = Math.max(last, typeof o.time === 'number' ? o.time : Date.parse(o.time));
+      const t = typeof o.time === 'number' ? o.time : Date.parse(o.time);
+      last = Math.max(last, t);
+      own = Math.max(own, t);
       n++;
     }
     perWorker.push(n);
+    quietMs = Math.max(quietMs, own - start - wait[i] * 1000);
   }
   const jobs = perWorker.reduce((a, b) => a + b, 0);
   if (jobs !== PARTITIONS * ROLLED)
     throw new Error(`${jobs} segments converted, expected ${PARTITIONS * ROLLED}`);
   return {
     ms: last - start,
+    quietMs,
     watcherMs: watcher.ms,
     rssMiB: Math.max(...rss),
     watcherRssMiB: watcher.rssMiB,
@@ -369,7 +392,7 @@ try {
   const pristine = join(work, 'pristine');
   generate(pristine);
   const segments = PARTITIONS * ROLLED;
-  const times = { e: [], w1: [], w2: [] };
+  const times = { e: [], w1: [], w2: [], w1Quiet: [], w2Quiet: [] };
   const cpu = { e: [], w1: [], w1Side: [], balance: [] };
   const rss = { e: 0, w1: 0, w2: 0, watcher: 0 };
   let stats1;
@@ -389,6 +412,7 @@ try {
     const b = copyOf(pristine, join(work, `w1-${rep}`));
     const w1 = await distributed(b, `bench-${tag}-${run++}`, [hosts[0]]);
     times.w1.push(w1.ms);
+    times.w1Quiet.push(w1.quietMs);
     cpu.w1.push(w1.cpu[0]);
     cpu.w1Side.push(w1.watcherCpu + w1.redisCpu);
     rss.w1 = Math.max(rss.w1, w1.rssMiB);
@@ -399,6 +423,7 @@ try {
     const c = copyOf(pristine, join(work, `w2-${rep}`));
     const w2 = await distributed(c, `bench-${tag}-${run++}`, hosts);
     times.w2.push(w2.ms);
+    times.w2Quiet.push(w2.quietMs);
     // What two hosts would take against one, from the work each did (CPU s, so whatever else
     // this machine runs): the busier one decides.
     cpu.balance.push((w2.cpu[0] + w2.cpu[1]) / Math.max(...w2.cpu));
@@ -407,7 +432,7 @@ try {
     split = w2.perWorker;
     rmSync(c, { recursive: true });
     console.log(
-      `(rep ${rep + 1}: embedded ${(e.ms / 1000).toFixed(2)} s ${e.cpu.toFixed(2)} s CPU; one worker ${(w1.ms / 1000).toFixed(2)} s ${w1.cpu[0].toFixed(2)} s CPU (+ watcher ${w1.watcherCpu.toFixed(2)}, redis ${w1.redisCpu.toFixed(2)}); two workers ${(w2.ms / 1000).toFixed(2)} s, ${w2.cpu.map((c) => c.toFixed(2)).join(' + ')} s CPU, split ${w2.perWorker.join('/')})`,
+      `(rep ${rep + 1}: embedded ${(e.ms / 1000).toFixed(2)} s ${e.cpu.toFixed(2)} s CPU; one worker ${(w1.ms / 1000).toFixed(2)} s (${(w1.quietMs / 1000).toFixed(2)} s less CPU waits) ${w1.cpu[0].toFixed(2)} s CPU (+ watcher ${w1.watcherCpu.toFixed(2)}, redis ${w1.redisCpu.toFixed(2)}); two workers ${(w2.ms / 1000).toFixed(2)} s (${(w2.quietMs / 1000).toFixed(2)} s less CPU waits), ${w2.cpu.map((c) => c.toFixed(2)).join(' + ')} s CPU, split ${w2.perWorker.join('/')})`,
     );
   }
   const E = median(times.e);
@@ -431,6 +456,13 @@ try {
     `${(W2 / 1000).toFixed(2)} s, ${(W1 / W2).toFixed(2)}x`,
     '>= 1.8x',
     W1 / W2 >= 1.8,
+  );
+  const [W1Q, W2Q] = [times.w1Quiet, times.w2Quiet].map(median);
+  row(
+    'the same less the time each worker waited for its core (schedstat, approx.: other load), two vs one',
+    `${(W2Q / 1000).toFixed(2)} s vs ${(W1Q / 1000).toFixed(2)} s, ${(W1Q / W2Q).toFixed(2)}x`,
+    '>= 1.8x',
+    W1Q / W2Q >= 1.8,
   );
   const [EC, W1C, SIDE, BAL] = [cpu.e, cpu.w1, cpu.w1Side, cpu.balance].map(median);
   row(
