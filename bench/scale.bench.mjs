@@ -11,17 +11,22 @@
 // the last "segment done" a worker logged; the embedded one is the whole `seglift migrate`
 // process. Runs alternate E W1 W2 E W1 W2 ...; medians are reported. Redis's commandstats per
 // run say how many round trips a job costs. Needs root (netns), redis-server, iproute2, taskset.
+// The partitions are spread over BENCH_SCALE_LOG_DIRS log dirs (2, as a broker's JBOD disks or
+// two brokers' dirs): everything that writes in a log dir holds its Kafka .lock, so two workers
+// on one log dir take turns (docs/operator-guide.md, "The broker's lock"), as two `migrate`s do.
 // Options (env): BENCH_SCALE_PARTITIONS (8), BENCH_SCALE_SEGMENTS (2 rolled per partition),
-// BENCH_SEG_MB (8), BENCH_SCALE_THREADS (N, 1), BENCH_REPS (3), BENCH_DIR (os tmp).
+// BENCH_SEG_MB (8), BENCH_SCALE_THREADS (N, 1), BENCH_REPS (3), BENCH_DIR (os tmp),
+// BENCH_SCALE_LOG_DIR (unset; a dir to keep each distributed run's worker and watcher logs in).
 // Run: pnpm bench scale
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MiB, writeV1GzipSegment } from './data.mjs';
 
 const PARTITIONS = Number(process.env.BENCH_SCALE_PARTITIONS ?? 8);
+const LOG_DIRS = Number(process.env.BENCH_SCALE_LOG_DIRS ?? 2);
 const ROLLED = Number(process.env.BENCH_SCALE_SEGMENTS ?? 2);
 const SEG_MB = Number(process.env.BENCH_SEG_MB ?? 8);
 const N = Number(process.env.BENCH_SCALE_THREADS ?? 1);
@@ -31,6 +36,7 @@ const SEGLIFT = join(repo, 'apps/cli/dist/seglift');
 const WORKER = join(repo, 'apps/worker/dist/seglift-worker');
 const WATCHER = join(repo, 'apps/watcher/dist/seglift-watcher');
 const RSS_LIMIT_MIB = 200;
+const LOG_DIR = process.env.BENCH_SCALE_LOG_DIR;
 
 function need() {
   const missing = [];
@@ -86,7 +92,7 @@ function cleanUp() {
         process.kill(p.spawnargs[0] === '/usr/bin/time' ? -p.pid : p.pid, 'SIGKILL');
       } catch {}
     }
-  if (redis?.exitCode === null) redis.kill('SIGKILL');
+  if (redis?.p.exitCode === null) redis.p.kill('SIGKILL');
   for (const h of hosts) {
     spawnSync('ip', ['netns', 'del', h.ns]);
     spawnSync('ip', ['link', 'del', h.host]);
@@ -117,7 +123,7 @@ const name = (base) => String(base).padStart(20, '0');
 /** P partitions of ROLLED rolled v1 gzip-9 segments and a small active one each. */
 function generate(root) {
   for (let p = 0; p < PARTITIONS; p++) {
-    const dir = join(root, `orders-${p}`);
+    const dir = join(root, `data-${p % LOG_DIRS}`, `orders-${p}`);
     mkdirSync(dir, { recursive: true });
     for (let s = 0; s <= ROLLED; s++) {
       const base = BigInt(s) * 10_000_000n;
@@ -209,6 +215,20 @@ function cpuOf(pid) {
 }
 
 /**
+ * Seconds a running process's threads spent runnable but waiting for a CPU (schedstat): what
+ * other processes on its core took from its wall time (threads that ended meanwhile not counted).
+ */
+function cpuWaitOf(pid) {
+  let ns = 0;
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[1]);
+    } catch {}
+  }
+  return ns / 1e9;
+}
+
+/**
  * A process to its end under /usr/bin/time: wall ms, CPU s and peak RSS; not blocking this
  * process (a signal to the bench still cleans up at once).
  */
@@ -232,7 +252,7 @@ function timedAsync(cmd, args, env) {
       const ms = performance.now() - t;
       if (code !== 0) return reject(new Error(`${cmd} exited with ${code}: ${err.slice(-4000)}`));
       const [u, sys, m] = readFileSync(rss, 'utf8').trim().split('\n').pop().split(' ').map(Number);
-      resolve({ ms, cpu: u + sys, rssMiB: m / 1024, out });
+      resolve({ ms, cpu: u + sys, rssMiB: m / 1024, out, err });
     }),
   );
 }
@@ -306,6 +326,7 @@ async function distributed(root, queue, on) {
     }
   });
   const redisCpu = cpuOf(redis.p.pid);
+  const waited = workers.map((w) => cpuWaitOf(w.p.pid));
   const start = Date.now();
   const watcher = await timedAsync(WATCHER, ['--once', '--wait'], envFor(root, queue, '127.0.0.1'));
   const stats = commandStats();
@@ -315,30 +336,43 @@ async function distributed(root, queue, on) {
   const rss = workers.map((w) => vmHwmMiB(w.p.pid));
   // The workers' CPU, whole process as the embedded migrate's (start-up included).
   const cpu = workers.map((w) => cpuOf(w.p.pid));
+  const wait = workers.map((w, i) => cpuWaitOf(w.p.pid) - waited[i]);
   const redisUsed = cpuOf(redis.p.pid) - redisCpu;
   for (const w of workers) w.p.kill('SIGTERM');
   for (const w of workers) {
     if (w.p.exitCode === null) await new Promise((r) => w.p.once('exit', r));
     procs.delete(w.p);
   }
+  if (LOG_DIR !== undefined) {
+    mkdirSync(LOG_DIR, { recursive: true });
+    writeFileSync(join(LOG_DIR, `${queue}-watcher.log`), watcher.out + watcher.err);
+    for (const w of workers) writeFileSync(join(LOG_DIR, `${queue}-${w.host.ns}.log`), w.log());
+  }
   let last = 0;
   const perWorker = [];
-  for (const w of workers) {
+  // Each worker's own end less the time it waited for its core: its wall time on a quiet core.
+  let quietMs = 0;
+  for (const [i, w] of workers.entries()) {
     let n = 0;
+    let own = start;
     for (const line of w.log().split('\n')) {
       if (!line.includes('"segment done"')) continue;
       const o = JSON.parse(line);
       if (o.result !== 'converted') throw new Error(`${o.segment}: ${o.result} ${o.reason}`);
-      last = Math.max(last, typeof o.time === 'number' ? o.time : Date.parse(o.time));
+      const t = typeof o.time === 'number' ? o.time : Date.parse(o.time);
+      last = Math.max(last, t);
+      own = Math.max(own, t);
       n++;
     }
     perWorker.push(n);
+    quietMs = Math.max(quietMs, own - start - wait[i] * 1000);
   }
   const jobs = perWorker.reduce((a, b) => a + b, 0);
   if (jobs !== PARTITIONS * ROLLED)
     throw new Error(`${jobs} segments converted, expected ${PARTITIONS * ROLLED}`);
   return {
     ms: last - start,
+    quietMs,
     watcherMs: watcher.ms,
     rssMiB: Math.max(...rss),
     watcherRssMiB: watcher.rssMiB,
@@ -358,7 +392,7 @@ try {
   const pristine = join(work, 'pristine');
   generate(pristine);
   const segments = PARTITIONS * ROLLED;
-  const times = { e: [], w1: [], w2: [] };
+  const times = { e: [], w1: [], w2: [], w1Quiet: [], w2Quiet: [] };
   const cpu = { e: [], w1: [], w1Side: [], balance: [] };
   const rss = { e: 0, w1: 0, w2: 0, watcher: 0 };
   let stats1;
@@ -378,6 +412,7 @@ try {
     const b = copyOf(pristine, join(work, `w1-${rep}`));
     const w1 = await distributed(b, `bench-${tag}-${run++}`, [hosts[0]]);
     times.w1.push(w1.ms);
+    times.w1Quiet.push(w1.quietMs);
     cpu.w1.push(w1.cpu[0]);
     cpu.w1Side.push(w1.watcherCpu + w1.redisCpu);
     rss.w1 = Math.max(rss.w1, w1.rssMiB);
@@ -388,6 +423,7 @@ try {
     const c = copyOf(pristine, join(work, `w2-${rep}`));
     const w2 = await distributed(c, `bench-${tag}-${run++}`, hosts);
     times.w2.push(w2.ms);
+    times.w2Quiet.push(w2.quietMs);
     // What two hosts would take against one, from the work each did (CPU s, so whatever else
     // this machine runs): the busier one decides.
     cpu.balance.push((w2.cpu[0] + w2.cpu[1]) / Math.max(...w2.cpu));
@@ -396,13 +432,13 @@ try {
     split = w2.perWorker;
     rmSync(c, { recursive: true });
     console.log(
-      `(rep ${rep + 1}: embedded ${(e.ms / 1000).toFixed(2)} s ${e.cpu.toFixed(2)} s CPU; one worker ${(w1.ms / 1000).toFixed(2)} s ${w1.cpu[0].toFixed(2)} s CPU (+ watcher ${w1.watcherCpu.toFixed(2)}, redis ${w1.redisCpu.toFixed(2)}); two workers ${(w2.ms / 1000).toFixed(2)} s, ${w2.cpu.map((c) => c.toFixed(2)).join(' + ')} s CPU, split ${w2.perWorker.join('/')})`,
+      `(rep ${rep + 1}: embedded ${(e.ms / 1000).toFixed(2)} s ${e.cpu.toFixed(2)} s CPU; one worker ${(w1.ms / 1000).toFixed(2)} s (${(w1.quietMs / 1000).toFixed(2)} s less CPU waits) ${w1.cpu[0].toFixed(2)} s CPU (+ watcher ${w1.watcherCpu.toFixed(2)}, redis ${w1.redisCpu.toFixed(2)}); two workers ${(w2.ms / 1000).toFixed(2)} s (${(w2.quietMs / 1000).toFixed(2)} s less CPU waits), ${w2.cpu.map((c) => c.toFixed(2)).join(' + ')} s CPU, split ${w2.perWorker.join('/')})`,
     );
   }
   const E = median(times.e);
   const W1 = median(times.w1);
   const W2 = median(times.w2);
-  const data = `${segments} x ${SEG_MB} MiB v1 gzip-9 -> zstd-3, ${PARTITIONS} partitions`;
+  const data = `${segments} x ${SEG_MB} MiB v1 gzip-9 -> zstd-3, ${PARTITIONS} partitions in ${LOG_DIRS} log dir(s)`;
   const row = (c, measured, target, ok) =>
     console.log(`| ${c} | ${measured} | ${target} | ${ok ? 'yes' : 'NO'} |`);
   console.log(`\n${data}; N = ${N}; medians of ${REPS} alternating runs\n`);
@@ -420,6 +456,13 @@ try {
     `${(W2 / 1000).toFixed(2)} s, ${(W1 / W2).toFixed(2)}x`,
     '>= 1.8x',
     W1 / W2 >= 1.8,
+  );
+  const [W1Q, W2Q] = [times.w1Quiet, times.w2Quiet].map(median);
+  row(
+    'the same less the time each worker waited for its core (schedstat, approx.: other load), two vs one',
+    `${(W2Q / 1000).toFixed(2)} s vs ${(W1Q / 1000).toFixed(2)} s, ${(W1Q / W2Q).toFixed(2)}x`,
+    '>= 1.8x',
+    W1Q / W2Q >= 1.8,
   );
   const [EC, W1C, SIDE, BAL] = [cpu.e, cpu.w1, cpu.w1Side, cpu.balance].map(median);
   row(

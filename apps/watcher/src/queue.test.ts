@@ -179,6 +179,42 @@ needs(redisServer).describe('watcher with a real Redis', () => {
     conn.disconnect();
   });
 
+  it('--once queues in turns across log dirs and partitions; --wait learns of finished jobs from the queue events', async () => {
+    const { name, root, config, conn, queue } = setup();
+    for (const [logDir, p] of [
+      ['a', 'x-0'],
+      ['a', 'x-1'],
+      ['b', 'y-0'],
+    ])
+      files(join(root, logDir, p), [seg(0), seg(10), seg(20)]);
+    const order: string[] = [];
+    const worker = new Worker(
+      name,
+      async (job: Job) => {
+        order.push(String(job.data.path).slice(root.length + 1));
+        return { result: 'converted' };
+      },
+      { connection: createRedis(redis.url), prefix: config.queue.prefix, autorun: false },
+    );
+    // Polls and sweeps too rare to end the wait within the test's time: only the events can.
+    const running = runOnce({ config, queue, redis: conn, wait: true, pollMs: 60_000, sweepMs: 60_000 });
+    await until(async () => (await queue.getWaitingCount()) === 6);
+    worker.run();
+    const r = await running;
+    expect(r).toMatchObject({ queued: 6, succeeded: 6, ok: true });
+    expect(order).toEqual([
+      join('a', 'x-0', seg(0)),
+      join('b', 'y-0', seg(0)),
+      join('a', 'x-1', seg(0)),
+      join('b', 'y-0', seg(10)),
+      join('a', 'x-0', seg(10)),
+      join('a', 'x-1', seg(10)),
+    ]);
+    await worker.close();
+    await queue.close();
+    conn.disconnect();
+  });
+
   it('--once --wait gives up when nothing finishes and no worker is connected (noWorkerTimeoutMs)', async () => {
     const { name, root, config, conn, queue } = setup({ 'watcher.noWorkerTimeoutMs': 400 });
     files(join(root, 't-0'), [seg(0), seg(10), seg(20)]);

@@ -52,6 +52,11 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerHa
     lockDuration: config.worker.lockDurationMs,
     stalledInterval: config.worker.stalledIntervalMs,
     maxStalledCount: config.worker.maxStalledCount,
+    // How long an idle worker blocks before asking the queue again (BullMQ's default: 5 s). A job
+    // another worker promoted from delayed (put off while its partition was leased) wakes no one:
+    // with 5 s, a second worker sat idle for seconds while jobs waited (bench/scale). One
+    // blocking read a second per idle worker.
+    drainDelay: 1,
   });
   worker.on('error', (err) => logger.warn({ err }, 'worker error'));
   worker.on('failed', (job, err) => {
