@@ -308,6 +308,61 @@ export interface PartitionLockOptions {
 }
 
 /**
+ * A commit's partition locks, each held over its partition's run of swaps (the main thread's lane
+ * of one partition, migrate.ts) instead of taken and released per segment: a lock taken is a file
+ * written, fsynced, linked and removed again, about ten filesystem operations a segment. `take`
+ * gives the lock held (taken at the partition's first segment; again when it was lost) as a
+ * FileLock whose release leaves it held; `finish` releases it after the partition's last segment.
+ * Only the lane of that partition takes it, so its swaps still come one after another.
+ */
+export class PartitionLocks {
+  private readonly held = new Map<string, FileLock>();
+
+  async take(partitionDir: string, options: PartitionLockOptions = {}): Promise<FileLock> {
+    let lock = this.held.get(partitionDir);
+    if (
+      lock !== undefined &&
+      !(await lock.assertHeld().then(
+        () => true,
+        () => false,
+      ))
+    ) {
+      // Taken over while this process was frozen: the next segment waits for it like any other.
+      lock.abandon();
+      lock = undefined;
+    }
+    if (lock === undefined) {
+      lock = await acquirePartitionLock(partitionDir, options);
+      this.held.set(partitionDir, lock);
+    }
+    const shared = lock;
+    return {
+      path: shared.path,
+      token: shared.token,
+      assertHeld: () => shared.assertHeld(),
+      release: async () => {},
+      // A simulated crash: the process is dead, the lock stays for the next run to judge stale.
+      abandon: () => {
+        if (this.held.get(partitionDir) === shared) this.held.delete(partitionDir);
+        shared.abandon();
+      },
+    };
+  }
+
+  async finish(partitionDir: string): Promise<void> {
+    const lock = this.held.get(partitionDir);
+    this.held.delete(partitionDir);
+    // As Conversion's release: one that cannot be removed (a read-only filesystem, a simulated
+    // crash) is stale once this process exits.
+    await lock?.release().catch(() => {});
+  }
+
+  async finishAll(): Promise<void> {
+    for (const dir of [...this.held.keys()]) await this.finish(dir);
+  }
+}
+
+/**
  * The partition's swap lock (PARTITION_LOCK_NAME): held from before the first `.swap` rename of a
  * segment to after its last, and while leftovers of a crash are completed. Kafka's LogLoader
  * completes every `.log.swap` of a directory as one offset range and deletes every other file in
