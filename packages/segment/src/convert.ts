@@ -8,6 +8,7 @@ import { type CodecName, InvalidArgumentError } from '@seglift/format';
 import type { Grouping } from '@seglift/legacy';
 import { targetCodec } from './codec.js';
 import { Conversion } from './conversion.js';
+import type { PartitionLocks } from './lock.js';
 import { inPlace, inPlaceFromStage, intoOutDir, intoStage } from './placements.js';
 import type { SegmentReport } from './report.js';
 import type { ConvertTestHooks } from './rewrite.js';
@@ -80,7 +81,13 @@ export interface ConvertTestSeams {
   testHooks?: ConvertTestHooks;
 }
 
-export type ConversionOptions = ConvertOptions & ConvertTestSeams;
+/** What the main thread's conversions of one run share (never sent to a conversion thread). */
+export interface ConvertRunShared {
+  /** A commit: each partition's lock held over its run of swaps (lock.ts). */
+  partitionLocks?: PartitionLocks;
+}
+
+export type ConversionOptions = ConvertOptions & ConvertTestSeams & ConvertRunShared;
 
 function validate(options: ConvertOptions): void {
   if ([options.outDir, options.stageDir, options.inPlace].filter(Boolean).length !== 1) {

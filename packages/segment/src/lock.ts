@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { close as closeFd, fstat, open as openFd, read as readFd } from 'node:fs';
+import { close as closeFd, fstat, open as openFd, readSync } from 'node:fs';
 import { readFile, stat, utimes } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { LockedError, LostLockError } from './errors.js';
+import { statOrUndefined } from './fs-util.js';
 import { link, removeIfExists, throwIfCrashed, writeWholeFile } from './fsops.js';
 import { LOCK_SUFFIX, PARTITION_LOCK_NAME, TMP_SUFFIX } from './names.js';
 
@@ -282,13 +283,17 @@ export async function acquireFileLock(lockPath: string, what: string): Promise<F
  * written (the token). Anything else goes to the full check.
  */
 async function stillOurs(lockPath: string, held: number, ino: number, text: string): Promise<boolean> {
+  // Synchronous (fs-util.ts: two metadata reads of microseconds, no threadpool round trips).
   const want = Buffer.from(text);
   const buf = Buffer.alloc(want.length + 1);
-  const [st, read] = await Promise.all([
-    stat(lockPath).catch(() => undefined),
-    new Promise<number>((resolve) => readFd(held, buf, 0, buf.length, 0, (err, n) => resolve(err ? -1 : n))),
-  ]);
-  return st?.ino === ino && read === want.length && want.equals(buf.subarray(0, want.length));
+  if (statOrUndefined(lockPath)?.ino !== ino) return false;
+  let read: number;
+  try {
+    read = readSync(held, buf, 0, buf.length, 0);
+  } catch {
+    return false;
+  }
+  return read === want.length && want.equals(buf.subarray(0, want.length));
 }
 
 /** `<base>.log.seglift.lock`: one run converts a segment at a time. */
@@ -300,6 +305,61 @@ export interface PartitionLockOptions {
   signal?: AbortSignal;
   /** Give up after this long while a live holder keeps it (default: twice the stale time). */
   maxWaitMs?: number;
+}
+
+/**
+ * A commit's partition locks, each held over its partition's run of swaps (the main thread's lane
+ * of one partition, migrate.ts) instead of taken and released per segment: a lock taken is a file
+ * written, fsynced, linked and removed again, about ten filesystem operations a segment. `take`
+ * gives the lock held (taken at the partition's first segment; again when it was lost) as a
+ * FileLock whose release leaves it held; `finish` releases it after the partition's last segment.
+ * Only the lane of that partition takes it, so its swaps still come one after another.
+ */
+export class PartitionLocks {
+  private readonly held = new Map<string, FileLock>();
+
+  async take(partitionDir: string, options: PartitionLockOptions = {}): Promise<FileLock> {
+    let lock = this.held.get(partitionDir);
+    if (
+      lock !== undefined &&
+      !(await lock.assertHeld().then(
+        () => true,
+        () => false,
+      ))
+    ) {
+      // Taken over while this process was frozen: the next segment waits for it like any other.
+      lock.abandon();
+      lock = undefined;
+    }
+    if (lock === undefined) {
+      lock = await acquirePartitionLock(partitionDir, options);
+      this.held.set(partitionDir, lock);
+    }
+    const shared = lock;
+    return {
+      path: shared.path,
+      token: shared.token,
+      assertHeld: () => shared.assertHeld(),
+      release: async () => {},
+      // A simulated crash: the process is dead, the lock stays for the next run to judge stale.
+      abandon: () => {
+        if (this.held.get(partitionDir) === shared) this.held.delete(partitionDir);
+        shared.abandon();
+      },
+    };
+  }
+
+  async finish(partitionDir: string): Promise<void> {
+    const lock = this.held.get(partitionDir);
+    this.held.delete(partitionDir);
+    // As Conversion's release: one that cannot be removed (a read-only filesystem, a simulated
+    // crash) is stale once this process exits.
+    await lock?.release().catch(() => {});
+  }
+
+  async finishAll(): Promise<void> {
+    for (const dir of [...this.held.keys()]) await this.finish(dir);
+  }
 }
 
 /**

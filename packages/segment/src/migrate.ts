@@ -2,7 +2,7 @@ import { realpath } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { assertBackupDirOutside } from './backup.js';
-import { type ConvertOptions, convertSegment } from './convert.js';
+import { type ConversionOptions, type ConvertOptions, convertSegment } from './convert.js';
 import { findPartitionSegments, type IgnoredDir, type SegmentFile } from './discovery.js';
 import { PathOutsideRootsError } from './errors.js';
 import { holdLogDirLocks } from './logdir-lock.js';
@@ -148,7 +148,7 @@ class ProgressTracker {
 export interface ConversionPlan {
   todo: SegmentFile[];
   /** The options of segment i over the run's own (where it goes: inPlace, stageDir, fromStage). */
-  optionsFor: (i: number) => Partial<ConvertOptions>;
+  optionsFor: (i: number) => Partial<ConversionOptions>;
   /**
    * Segments converted in this thread, beside the pool's (a commit from a stage: links and
    * renames, no codec work worth a thread). They run in lanes of a partition each (`partitionOf`):
@@ -158,6 +158,8 @@ export interface ConversionPlan {
   partitionOf?: (i: number) => string;
   /** How many partitions the main thread works on at once (default: the run's concurrency). */
   mainLanes?: number;
+  /** After the main thread's last segment of a partition (its segments' indexes), even aborted. */
+  afterPartition?: (indexes: number[]) => Promise<void>;
 }
 
 /**
@@ -199,8 +201,12 @@ export async function runConversions(
     byPartition.map((_, g) => g),
     plan.mainLanes ?? concurrency,
     async (g) => {
-      for (const i of byPartition[g])
-        if (!signal?.aborted) await runOne(i, (o) => convertSegment(todo[i].path, o));
+      try {
+        for (const i of byPartition[g])
+          if (!signal?.aborted) await runOne(i, (o) => convertSegment(todo[i].path, o));
+      } finally {
+        await plan.afterPartition?.(byPartition[g]);
+      }
     },
   );
   const mode = options.mode === 'inline' || !conversionThreadPath() ? 'inline' : 'threads';

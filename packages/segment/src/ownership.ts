@@ -4,7 +4,6 @@
  * 0644 files takes the whole log directory offline at the next start.
  */
 import { readFileSync, statSync } from 'node:fs';
-import { stat } from 'node:fs/promises';
 import { OwnershipError } from './errors.js';
 import { chmod, chown } from './fsops.js';
 
@@ -16,7 +15,8 @@ export interface Ownership {
 }
 
 export async function ownershipOf(file: string): Promise<Ownership> {
-  const st = await stat(file);
+  // Synchronous: a metadata read (fs-util.ts).
+  const st = statSync(file);
   return { uid: st.uid, gid: st.gid, mode: st.mode & 0o7777 };
 }
 
@@ -83,7 +83,7 @@ export function runAs(uid: number): string {
 /** Gives `file` owner, group and mode `o`; with `bestEffort`, an owner it may not give is skipped. */
 export async function applyOwnership(file: string, o: Ownership, bestEffort = false): Promise<void> {
   if (typeof process.getuid === 'function') {
-    const st = await stat(file);
+    const st = statSync(file);
     if (st.uid !== o.uid || st.gid !== o.gid) {
       if (canGiveOwnership(o)) await chown(file, o.uid, o.gid);
       else if (!bestEffort) assertCanKeepOwnership(o, file);

@@ -250,8 +250,11 @@ async function openInPlace(c: Conversion, stagePartition?: string): Promise<InPl
   // Leftovers of a crash completed; and a broker completing Kafka's own unfinished swap deletes
   // segment files by offset range: never rewrite beside one (checked again under the partition
   // lock right before the swap).
-  if (stagePartition !== undefined && (await exists(src.in(stagePartition).stageRecord)))
-    c.held = await acquirePartitionLock(src.dir, { signal: options.signal });
+  if (
+    options.partitionLocks !== undefined ||
+    (stagePartition !== undefined && (await exists(src.in(stagePartition).stageRecord)))
+  )
+    c.held = await partitionLock(c, src);
   await preparePartitionForConversion(src, c.lock?.token, options.signal, c.held !== undefined);
   // Read under the segment lock (another run may have been swapping this segment until now;
   // recoverLeftovers may have completed it).
@@ -287,13 +290,21 @@ async function rewriteInPlace(c: Conversion, seg: InPlaceSegment): Promise<boole
   return true;
 }
 
+/** The partition lock: the one the run holds over the partition's swaps (a commit), or taken now. */
+function partitionLock(c: Conversion, src: SegmentFiles) {
+  const { partitionLocks, signal } = c.options;
+  return partitionLocks
+    ? partitionLocks.take(src.dir, { signal })
+    : acquirePartitionLock(src.dir, { signal });
+}
+
 /** The verified temp files swapped in (swap.ts), under the partition lock. */
 async function swap(c: Conversion, { src, read, attributes }: InPlaceSegment): Promise<void> {
   const { options, report } = c;
   if (options.backupDir)
     report.backupPaths = await backupOriginals(src, options.backupDir, attributes.mtimeNs);
   // Waiting for another segment's swap can be interrupted; the swap itself never is.
-  const partitionLock = c.held ?? (await acquirePartitionLock(src.dir, { signal: options.signal }));
+  const lock = c.held ?? (await partitionLock(c, src));
   c.held = undefined;
   let swapping = false;
   try {
@@ -306,7 +317,7 @@ async function swap(c: Conversion, { src, read, attributes }: InPlaceSegment): P
     // files another run has taken over since.
     await swapInPlace(src, attributes.mtimeNs, async () => {
       await c.lock?.assertHeld();
-      await partitionLock.assertHeld();
+      await lock.assertHeld();
     });
   } catch (err) {
     // Once the marker is written the swap is completed, by this run or the next one
@@ -320,7 +331,7 @@ async function swap(c: Conversion, { src, read, attributes }: InPlaceSegment): P
       }).catch(() => {});
     throw err;
   } finally {
-    await partitionLock.release().catch(() => {});
+    await lock.release().catch(() => {});
   }
   report.outPath = src.log;
 }

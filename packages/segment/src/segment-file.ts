@@ -1,5 +1,5 @@
-import type { Stats } from 'node:fs';
-import { lstat, realpath, stat } from 'node:fs/promises';
+import { lstatSync, type Stats } from 'node:fs';
+import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { NotASegmentError, toSegmentError } from './errors.js';
 import { exists } from './fs-util.js';
@@ -55,7 +55,8 @@ export async function statRegularFile(file: string): Promise<Stats> {
 export async function statSegmentLog(logPath: string): Promise<Stats> {
   let st: Stats;
   try {
-    st = await lstat(logPath);
+    // Synchronous: a metadata read (fs-util.ts).
+    st = lstatSync(logPath);
   } catch (err) {
     throw toSegmentError(err, logPath);
   }
@@ -148,7 +149,12 @@ export async function requireSegment(logPath: string, use: SegmentUse = 'read'):
 export async function assertSingleLink(files: SegmentFiles): Promise<void> {
   for (const suffix of REWRITTEN) {
     const f = files.file(suffix);
-    const st = await lstat(f).catch(() => undefined);
+    let st: Stats | undefined;
+    try {
+      st = lstatSync(f);
+    } catch {
+      st = undefined;
+    }
     if (st === undefined || st.nlink <= 1) continue;
     throw new NotASegmentError(
       `${f} has ${st.nlink} hard links: a rewrite in place would leave the other ${st.nlink === 2 ? 'name' : 'names'} on the old bytes; remove the other link, or convert a copy with --out`,

@@ -29,6 +29,7 @@
  * sequentially: docs/operator-guide.md gives the measured cost.
  */
 import { createHash, type Hash } from 'node:crypto';
+import { statSync } from 'node:fs';
 import { open, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import {
@@ -38,7 +39,7 @@ import {
   conversionSetting,
 } from './conversion-settings.js';
 import { StageDirError } from './errors.js';
-import { exists } from './fs-util.js';
+import { exists, statOrUndefined } from './fs-util.js';
 import { fsyncDir, mkdirp, removeIfExists, rename, writeWholeFile } from './fsops.js';
 import {
   offsetOfFileName,
@@ -145,7 +146,8 @@ export function stageOptionsKey(o: {
 /** The file's identity, or undefined when it is gone. */
 export async function sourceIdentity(file: string): Promise<SourceIdentity | undefined> {
   try {
-    const st = await stat(file, { bigint: true });
+    // Synchronous: a metadata read (fs-util.ts).
+    const st = statSync(file, { bigint: true });
     return {
       dev: String(st.dev),
       ino: String(st.ino),
@@ -221,7 +223,7 @@ export async function stagedFileMismatch(
   const found = await Promise.all(
     STAGED.map(async (s) => {
       const want = record.files?.[s];
-      const st = await stat(files[s], { bigint: true }).catch(() => undefined);
+      const st = statOrUndefined(files[s], { bigint: true });
       if (!want || !st || String(st.ino) !== want.ino) return 'inode';
       if (Number(st.size) !== want.size) return 'size';
       if ((await fileSha256(files[s], want.size)) !== want.sha256) return 'sha256';
@@ -308,7 +310,7 @@ export async function staleReason(
     const seg = new SegmentFiles(stagePartition, BigInt(record.prefix));
     for (const s of STAGED) {
       const want = record.files[s];
-      const st = await stat(seg.file(s), { bigint: true }).catch(() => undefined);
+      const st = statOrUndefined(seg.file(s), { bigint: true });
       if (!want || !st || Number(st.size) !== want.size || String(st.ino) !== want.ino) return 'staged-files';
     }
   }

@@ -45,11 +45,12 @@
  * put new positions beside the old log. recoverLeftovers (leftovers.ts) completes any state from
  * step 1 on; before the marker it deletes the temp files.
  */
-import { readFile, stat } from 'node:fs/promises';
+import { statSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { SegmentIoError } from './errors.js';
-import { exists, sameContent } from './fs-util.js';
+import { exists, sameContent, statOrUndefined } from './fs-util.js';
 import {
   copyFileSynced,
   fsyncDir,
@@ -108,12 +109,8 @@ export interface SwapMarker {
 }
 
 export async function identityOf(file: string): Promise<FileIdentity | undefined> {
-  try {
-    const st = await stat(file);
-    return { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
-  } catch {
-    return undefined;
-  }
+  const st = statOrUndefined(file);
+  return st && { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
 }
 
 export function sameFile(
@@ -141,7 +138,7 @@ export async function swapInPlace(seg: SegmentFiles, mtimeNs: bigint, stillOwned
   if (!source) throw new SegmentIoError('the segment disappeared before its swap', { file: seg.log });
   const rewritten: SwapMarker['rewritten'] = {};
   for (const suffix of REWRITTEN) {
-    const st = await stat(seg.tmp(suffix));
+    const st = statSync(seg.tmp(suffix));
     rewritten[suffix] = { ino: st.ino, size: st.size };
   }
   const extras: string[] = [];
@@ -347,7 +344,7 @@ async function restoreMtime(seg: SegmentFiles, marker: SwapMarker): Promise<void
   const ns = /^\d+$/.test(marker.mtimeNs ?? '') ? BigInt(marker.mtimeNs!) : undefined;
   const t = new Date(marker.mtimeMs);
   for (const s of REWRITTEN) {
-    const st = await stat(seg.file(s), { bigint: true }).catch(() => undefined);
+    const st = statOrUndefined(seg.file(s), { bigint: true });
     if (st === undefined || !sameFile({ ino: Number(st.ino), size: Number(st.size) }, marker.rewritten[s]))
       continue;
     if (ns !== undefined) {

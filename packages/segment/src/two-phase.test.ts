@@ -229,6 +229,44 @@ describe('two-phase migration', () => {
     expect(await recordsNow([p0, p1])).toEqual(expected);
   }, 60_000);
 
+  it("commit: each partition's lock taken once over its run of swaps, which never overlap", async () => {
+    const root = await tmpDir('seglift-two-phase-locks-');
+    const logDir = path.join(root, 'logs');
+    const stageDir = path.join(root, 'stage');
+    const parts = [
+      await Partition.create(path.join(logDir, 'orders-0'), 3, 10),
+      await Partition.create(path.join(logDir, 'orders-1'), 3, 20),
+    ];
+    const expected = await recordsNow(parts);
+    await prepareStage(logDir, { codec: 'zstd', stageDir, mode: 'inline' });
+    const ops: FsOp[] = [];
+    const stop = observeFsOps((op) => ops.push(op));
+    let commit: Awaited<ReturnType<typeof commitStage>>;
+    try {
+      commit = await commitStage(logDir, { codec: 'zstd', stageDir });
+    } finally {
+      stop();
+    }
+    expect(commit.counts.staged).toBe(6);
+    expect(commit.summary.failed).toBe(0);
+    expect(await recordsNow(parts)).toEqual(expected);
+    for (const p of parts) {
+      const lockTaken = ops.filter(
+        (o) => o.kind === 'link' && o.path === path.join(p.dir, 'seglift.partition.lock'),
+      );
+      expect(lockTaken).toHaveLength(1);
+      // One segment mid-swap at a time: a marker is removed before the next one is written.
+      let swapping = 0;
+      for (const o of ops) {
+        if (path.dirname(o.path) !== p.dir || !o.path.endsWith('.seglift-swap')) continue;
+        swapping += o.kind === 'rename' ? 1 : o.kind === 'unlink' ? -1 : 0;
+        expect(swapping).toBeLessThanOrEqual(1);
+      }
+      expect(swapping).toBe(0);
+      expect((await ls(p.dir)).filter((n) => !/^\d{20}\.(log|index|timeindex)$/.test(n))).toEqual([]);
+    }
+  }, 60_000);
+
   it('stage dir: same filesystem, outside the log dir, empty or marked', async () => {
     const root = await tmpDir('seglift-stage-dir-');
     const logDir = path.join(root, 'kafka-logs');

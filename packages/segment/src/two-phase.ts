@@ -19,7 +19,7 @@ import { assertBackupDirOutside } from './backup.js';
 import type { SegmentFile } from './discovery.js';
 import { exists } from './fs-util.js';
 import { removeIfExists } from './fsops.js';
-import { acquireFileLock, isStaleLockTemp } from './lock.js';
+import { acquireFileLock, isStaleLockTemp, PartitionLocks } from './lock.js';
 import { holdLogDirLock, holdLogDirLocks } from './logdir-lock.js';
 import { type MigrateOptions, type MigrateResult, plan, runConversions } from './migrate.js';
 import { SegmentFiles, STAGE_LOCK_NAME } from './names.js';
@@ -253,20 +253,28 @@ async function commit(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPha
   // Also the log dirs the partitions were found in (a parent of log dirs given, a linked
   // partition's), all before the first write: shared with the one held above.
   const logDirs = holdLogDirLocks(planned.logDirs);
+  // The main thread's swaps hold each partition's lock over the partition's run (lock.ts).
+  const partitionLocks = new PartitionLocks();
   let run: Awaited<ReturnType<typeof runConversions>>;
   try {
     run = await runConversions(
       {
         todo,
         optionsFor: (i) =>
-          spOf[i] === undefined ? { inPlace: true } : { inPlace: true, fromStage: spOf[i] },
+          spOf[i] === undefined
+            ? { inPlace: true }
+            : fresh[i]
+              ? { inPlace: true, fromStage: spOf[i], partitionLocks }
+              : { inPlace: true, fromStage: spOf[i] },
         inMain: (i) => fresh[i],
         partitionOf: (i) => spOf[i] ?? path.dirname(todo[i].path),
         mainLanes: Math.max(options.concurrency ?? os.availableParallelism(), COMMIT_LANES),
+        afterPartition: (is) => partitionLocks.finish(path.dirname(todo[is[0]].path)),
       },
       rest,
     );
   } finally {
+    await partitionLocks.finishAll();
     logDirs.release();
   }
   const { results, mode, interrupted } = run;
