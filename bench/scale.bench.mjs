@@ -9,7 +9,7 @@
 // Redis and the watcher run on the host, unpinned. Every run converts a fresh copy
 // of one generated log dir on its own queue. A distributed run's time is from the watcher's start (workers already connected) to
 // the last "segment done" a worker logged; the embedded one is the whole `seglift migrate`
-// process. Runs alternate E W1 W2 E W1 W2 ...; medians are reported. Redis's commandstats per
+// process. Runs alternate E E2 W1 W2 ... (E2: the embedded migrate with 2N threads on both cores, the machine's own two-core scaling, the reference for two hosts); medians are reported. Redis's commandstats per
 // run say how many round trips a job costs. Needs root (netns), redis-server, iproute2, taskset.
 // The partitions are spread over BENCH_SCALE_LOG_DIRS log dirs (2, as a broker's JBOD disks or
 // two brokers' dirs): everything that writes in a log dir holds its Kafka .lock, so two workers
@@ -257,12 +257,13 @@ function timedAsync(cmd, args, env) {
   );
 }
 
-function embedded(root) {
+/** `seglift migrate` on `cores` (taskset list) with `threads` conversion threads. */
+function embedded(root, cores = '0', threads = N) {
   const r = timedAsync(
     'taskset',
     [
       '-c',
-      '0',
+      cores,
       SEGLIFT,
       'migrate',
       root,
@@ -271,7 +272,7 @@ function embedded(root) {
       '--level',
       '3',
       '--concurrency',
-      String(N),
+      String(threads),
       '--json',
     ],
     {
@@ -392,7 +393,7 @@ try {
   const pristine = join(work, 'pristine');
   generate(pristine);
   const segments = PARTITIONS * ROLLED;
-  const times = { e: [], w1: [], w2: [], w1Quiet: [], w2Quiet: [] };
+  const times = { e: [], e2: [], w1: [], w2: [], w1Quiet: [], w2Quiet: [] };
   const cpu = { e: [], w1: [], w1Side: [], balance: [] };
   const rss = { e: 0, w1: 0, w2: 0, watcher: 0 };
   let stats1;
@@ -408,6 +409,13 @@ try {
     cpu.e.push(e.cpu);
     rss.e = Math.max(rss.e, e.rssMiB);
     rmSync(a, { recursive: true });
+
+    // The reference for two hosts: this machine's own two-core scaling of the same pipeline
+    // (both cores share one disk, page cache and memory bus, as the two namespaced hosts do).
+    const a2 = copyOf(pristine, join(work, `e2-${rep}`));
+    const e2 = await embedded(a2, '0,1', 2 * N);
+    times.e2.push(e2.ms);
+    rmSync(a2, { recursive: true });
 
     const b = copyOf(pristine, join(work, `w1-${rep}`));
     const w1 = await distributed(b, `bench-${tag}-${run++}`, [hosts[0]]);
@@ -432,7 +440,7 @@ try {
     split = w2.perWorker;
     rmSync(c, { recursive: true });
     console.log(
-      `(rep ${rep + 1}: embedded ${(e.ms / 1000).toFixed(2)} s ${e.cpu.toFixed(2)} s CPU; one worker ${(w1.ms / 1000).toFixed(2)} s (${(w1.quietMs / 1000).toFixed(2)} s less CPU waits) ${w1.cpu[0].toFixed(2)} s CPU (+ watcher ${w1.watcherCpu.toFixed(2)}, redis ${w1.redisCpu.toFixed(2)}); two workers ${(w2.ms / 1000).toFixed(2)} s (${(w2.quietMs / 1000).toFixed(2)} s less CPU waits), ${w2.cpu.map((c) => c.toFixed(2)).join(' + ')} s CPU, split ${w2.perWorker.join('/')})`,
+      `(rep ${rep + 1}: embedded ${(e.ms / 1000).toFixed(2)} s ${e.cpu.toFixed(2)} s CPU, on two cores ${(e2.ms / 1000).toFixed(2)} s; one worker ${(w1.ms / 1000).toFixed(2)} s (${(w1.quietMs / 1000).toFixed(2)} s less CPU waits) ${w1.cpu[0].toFixed(2)} s CPU (+ watcher ${w1.watcherCpu.toFixed(2)}, redis ${w1.redisCpu.toFixed(2)}); two workers ${(w2.ms / 1000).toFixed(2)} s (${(w2.quietMs / 1000).toFixed(2)} s less CPU waits), ${w2.cpu.map((c) => c.toFixed(2)).join(' + ')} s CPU, split ${w2.perWorker.join('/')})`,
     );
   }
   const E = median(times.e);
@@ -456,6 +464,19 @@ try {
     `${(W2 / 1000).toFixed(2)} s, ${(W1 / W2).toFixed(2)}x`,
     '>= 1.8x',
     W1 / W2 >= 1.8,
+  );
+  const E2 = median(times.e2);
+  row(
+    `reference: embedded migrate, ${2 * N} threads on cores 0 and 1, vs ${N} on core 0 (this machine's own two-core scaling of the pipeline)`,
+    `${(E2 / 1000).toFixed(2)} s, ${(E / E2).toFixed(2)}x`,
+    '(what two hosts sharing these cores can reach)',
+    true,
+  );
+  row(
+    'two workers on two hosts vs that reference (what distributing costs beyond the machine)',
+    `${(E2 / W2).toFixed(2)}x`,
+    '(1.00x: nothing lost)',
+    true,
   );
   const [W1Q, W2Q] = [times.w1Quiet, times.w2Quiet].map(median);
   row(
