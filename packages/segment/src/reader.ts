@@ -178,15 +178,8 @@ export async function* readSegmentChunks(
       }
       const o = w.pos - w.bufStart;
       const buf = w.buf;
-      const q = o + LENGTH_OFFSET;
-      const sizeField = (buf[q] << 24) | (buf[q + 1] << 16) | (buf[q + 2] << 8) | buf[q + 3];
-      const magic = buf[o + MAGIC_OFFSET];
-      if (
-        sizeField < MIN_SIZE_FIELD ||
-        magic > 2 ||
-        (magic === 2 && sizeField < MIN_V2_SIZE_FIELD) ||
-        sizeField > maxEntryBytes - LOG_OVERHEAD
-      ) {
+      const sizeField = entrySizeAt(buf, o) - LOG_OVERHEAD;
+      if (framingFails(sizeField, buf[o + MAGIC_OFFSET], maxEntryBytes)) {
         const c = pending();
         if (c) yield c;
         throw framingError(buf, o, sizeField, maxEntryBytes, { file, position: w.pos });
@@ -232,20 +225,21 @@ function skipHeldEntries(
   const held = Math.min(bufStart + buf.length, fileSize);
   while (pos >= bufStart && pos + HEADER_SIZE_UP_TO_MAGIC <= held) {
     const o = pos - bufStart;
-    const q = o + LENGTH_OFFSET;
-    const sizeField = (buf[q] << 24) | (buf[q + 1] << 16) | (buf[q + 2] << 8) | buf[q + 3];
-    const magic = buf[o + MAGIC_OFFSET];
-    if (
-      sizeField < MIN_SIZE_FIELD ||
-      magic > 2 ||
-      (magic === 2 && sizeField < MIN_V2_SIZE_FIELD) ||
-      sizeField > maxEntryBytes - LOG_OVERHEAD ||
-      pos + sizeField + LOG_OVERHEAD > held
-    )
-      break;
-    pos += sizeField + LOG_OVERHEAD;
+    const size = entrySizeAt(buf, o);
+    if (framingFails(size - LOG_OVERHEAD, buf[o + MAGIC_OFFSET], maxEntryBytes) || pos + size > held) break;
+    pos += size;
   }
   return pos;
+}
+
+/** Whether an entry's size field and magic fail the framing checks readSegmentEntries lists. */
+function framingFails(sizeField: number, magic: number, maxEntryBytes: number): boolean {
+  return (
+    sizeField < MIN_SIZE_FIELD ||
+    magic > 2 ||
+    (magic === 2 && sizeField < MIN_V2_SIZE_FIELD) ||
+    sizeField > maxEntryBytes - LOG_OVERHEAD
+  );
 }
 
 /** A partial entry at the end: TruncatedDataError, or with acceptTruncatedTail reported and dropped. */
