@@ -1,6 +1,42 @@
 /** Read-only file helpers; every change to the filesystem goes through fsops.ts. */
-import { type BigIntStats, type Stats, statSync } from 'node:fs';
+import { type BigIntStats, fstatSync, lstatSync, type Stats, statSync } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
+
+/*
+ * Every synchronous stat of this package goes through the functions below. Node's
+ * fs.realpathSync, which its module loader runs on every require, reads the last synchronous
+ * stat's result from a buffer all of them share, and stops resolving a path early when that
+ * result was a FIFO or a socket (lib/fs.js, realpathSync: "break if a pipe/socket"). A stat of a
+ * FIFO named like a segment followed by the first load of a native codec (loaded lazily, behind
+ * pnpm's symlinks) failed with "Cannot find native binding". These leave a regular file's stat in
+ * that buffer. (A bigint stat fills another buffer; it goes through here all the same.)
+ */
+function scrubbed<T extends Stats | BigIntStats | undefined>(st: T): T {
+  if (st !== undefined && (st.isFIFO() || st.isSocket())) statSync(process.execPath);
+  return st;
+}
+
+/** fs.statSync (followed), safe for the module loader (above). */
+export function statNow(p: string): Stats;
+export function statNow(p: string, options: { bigint: true }): BigIntStats;
+export function statNow(p: string, options?: { bigint: true }): Stats | BigIntStats {
+  return scrubbed(options?.bigint ? statSync(p, { bigint: true }) : statSync(p));
+}
+
+/** fs.lstatSync, safe for the module loader (above). */
+export function lstatNow(p: string): Stats {
+  return scrubbed(lstatSync(p));
+}
+
+/** `p`'s lstat, or undefined when there is no such name. */
+export function lstatOrUndefined(p: string): Stats | undefined {
+  return scrubbed(lstatSync(p, { throwIfNoEntry: false }));
+}
+
+/** fs.fstatSync, safe for the module loader (above). */
+export function fstatNow(fd: number): Stats {
+  return scrubbed(fstatSync(fd));
+}
 
 /*
  * The metadata reads of a swap and its checks (stat, lstat: ~100 a segment) are synchronous: on
@@ -14,9 +50,11 @@ export function statOrUndefined(p: string): Stats | undefined;
 export function statOrUndefined(p: string, options: { bigint: true }): BigIntStats | undefined;
 export function statOrUndefined(p: string, options?: { bigint: true }): Stats | BigIntStats | undefined {
   try {
-    return options?.bigint
-      ? statSync(p, { bigint: true, throwIfNoEntry: false })
-      : statSync(p, { throwIfNoEntry: false });
+    return scrubbed(
+      options?.bigint
+        ? statSync(p, { bigint: true, throwIfNoEntry: false })
+        : statSync(p, { throwIfNoEntry: false }),
+    );
   } catch {
     return undefined;
   }

@@ -14,7 +14,7 @@
  *   after that operation, wait while <file> exists (the event loop keeps running: aborts and
  *   lock renewals go on), so a test acts on a conversion held at a known point instead of racing it.
  */
-import { constants, existsSync, lstatSync } from 'node:fs';
+import { constants, existsSync } from 'node:fs';
 import {
   type FileHandle,
   chmod as fsChmod,
@@ -29,6 +29,7 @@ import {
 } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { SegmentIoError } from './errors.js';
+import { lstatOrUndefined } from './fs-util.js';
 import { setMtimeNs } from './libc.js';
 
 export type FsOpKind =
@@ -227,7 +228,7 @@ export async function removeIfExists(p: string): Promise<boolean> {
   // it is left as it would be had the unlink come a moment earlier.
   let present = true;
   try {
-    present = lstatSync(p, { throwIfNoEntry: false }) !== undefined;
+    present = lstatOrUndefined(p) !== undefined;
   } catch {
     // Not stat-able (ENOTDIR, EACCES): the unlink reports it.
   }

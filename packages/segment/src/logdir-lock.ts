@@ -10,10 +10,11 @@
  * The descriptor is a plain fd (never a FileHandle, which Node closes when it is collected: that
  * would drop the lock in the middle of a migration).
  */
-import { closeSync, constants, fchownSync, fstatSync, openSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, constants, fchownSync, openSync, realpathSync } from 'node:fs';
 import { readdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { LogDirLockedError, LogDirUnknownError, SegmentIoError } from './errors.js';
+import { fstatNow, statNow } from './fs-util.js';
 import { lockHolder, tryLockWholeFile } from './libc.js';
 import { LOG_DIR_LOCK_NAME } from './names.js';
 import { logDirLockDenied } from './ownership.js';
@@ -70,15 +71,15 @@ export function acquireLogDirLock(logDir: string): LogDirLock {
     );
   }
   try {
-    if (!fstatSync(fd).isFile())
+    if (!fstatNow(fd).isFile())
       throw new SegmentIoError('the log dir lock is not a regular file', { file: lockPath });
     if (!tryLockWholeFile(fd, lockPath)) {
       const holder = lockHolder(fd, lockPath);
       throw new LogDirLockedError(logDir, lockPath, holder?.pid);
     }
     if (created) {
-      const dir = statSync(logDir);
-      const own = fstatSync(fd);
+      const dir = statNow(logDir);
+      const own = fstatNow(fd);
       if (own.uid !== dir.uid || own.gid !== dir.gid) fchownSync(fd, dir.uid, dir.gid);
     }
   } catch (err) {

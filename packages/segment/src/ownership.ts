@@ -3,8 +3,9 @@
  * log and index files read-write as its own user: a segment rewritten by root into root-owned
  * 0644 files takes the whole log directory offline at the next start.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { OwnershipError } from './errors.js';
+import { statNow } from './fs-util.js';
 import { chmod, chown } from './fsops.js';
 
 export interface Ownership {
@@ -16,7 +17,7 @@ export interface Ownership {
 
 export async function ownershipOf(file: string): Promise<Ownership> {
   // Synchronous: a metadata read (fs-util.ts).
-  const st = statSync(file);
+  const st = statNow(file);
   return { uid: st.uid, gid: st.gid, mode: st.mode & 0o7777 };
 }
 
@@ -62,7 +63,7 @@ export function logDirLockDenied(
 ): OwnershipError {
   let owner: number | undefined;
   try {
-    owner = statSync(logDir).uid;
+    owner = statNow(logDir).uid;
   } catch {}
   const whose = owner === undefined ? '' : `, owned by ${userName(owner)}`;
   return new OwnershipError(
@@ -83,7 +84,7 @@ export function runAs(uid: number): string {
 /** Gives `file` owner, group and mode `o`; with `bestEffort`, an owner it may not give is skipped. */
 export async function applyOwnership(file: string, o: Ownership, bestEffort = false): Promise<void> {
   if (typeof process.getuid === 'function') {
-    const st = statSync(file);
+    const st = statNow(file);
     if (st.uid !== o.uid || st.gid !== o.gid) {
       if (canGiveOwnership(o)) await chown(file, o.uid, o.gid);
       else if (!bestEffort) assertCanKeepOwnership(o, file);

@@ -1,8 +1,8 @@
-import { lstatSync, type Stats } from 'node:fs';
+import type { Stats } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { NotASegmentError, toSegmentError } from './errors.js';
-import { exists } from './fs-util.js';
+import { exists, lstatNow } from './fs-util.js';
 import {
   BACKUP_DIR_MARKER,
   METADATA_TOPIC,
@@ -56,7 +56,7 @@ export async function statSegmentLog(logPath: string): Promise<Stats> {
   let st: Stats;
   try {
     // Synchronous: a metadata read (fs-util.ts).
-    st = lstatSync(logPath);
+    st = lstatNow(logPath);
   } catch (err) {
     throw toSegmentError(err, logPath);
   }
@@ -151,7 +151,7 @@ export async function assertSingleLink(files: SegmentFiles): Promise<void> {
     const f = files.file(suffix);
     let st: Stats | undefined;
     try {
-      st = lstatSync(f);
+      st = lstatNow(f);
     } catch {
       st = undefined;
     }

@@ -4,8 +4,8 @@
  * the identity rules).
  */
 import { createHash, type Hash } from 'node:crypto';
-import { statSync } from 'node:fs';
 import { SourceMovedError } from './conversion.js';
+import { statNow } from './fs-util.js';
 import { fsyncFile, link, mkdirp, removeIfExists, setMtime } from './fsops.js';
 import { INDEX_SUFFIX, LOG_SUFFIX, SegmentFiles, TIMEINDEX_SUFFIX } from './names.js';
 import { applyOwnership, type Ownership } from './ownership.js';
@@ -112,7 +112,7 @@ async function stagedFiles(
     [TIMEINDEX_SUFFIX]: digests.timeindex,
   };
   for (const s of STAGED) {
-    const st = statSync(dest.file(s), { bigint: true });
+    const st = statNow(dest.file(s), { bigint: true });
     files[s] = { size: Number(st.size), ino: String(st.ino), sha256: hashes[s].digest('hex') };
   }
   return files;
@@ -206,7 +206,7 @@ async function giveAttributes({ src, attributes }: StagedCommit): Promise<void> 
     [tmp.timeindex, owners.timeindex],
   ];
   for (const [f, o] of wanted) {
-    const st = statSync(f, { bigint: true });
+    const st = statNow(f, { bigint: true });
     let changed = false;
     if (Number(st.uid) !== o.uid || Number(st.gid) !== o.gid || (Number(st.mode) & 0o7777) !== o.mode) {
       await applyOwnership(f, o);

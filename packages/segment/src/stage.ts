@@ -29,7 +29,6 @@
  * sequentially: docs/operator-guide.md gives the measured cost.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { statSync } from 'node:fs';
 import { open, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import {
@@ -39,7 +38,7 @@ import {
   conversionSetting,
 } from './conversion-settings.js';
 import { StageDirError } from './errors.js';
-import { exists, statOrUndefined } from './fs-util.js';
+import { exists, statNow, statOrUndefined } from './fs-util.js';
 import { fsyncDir, mkdirp, removeIfExists, rename, writeWholeFile } from './fsops.js';
 import {
   offsetOfFileName,
@@ -147,7 +146,7 @@ export function stageOptionsKey(o: {
 export async function sourceIdentity(file: string): Promise<SourceIdentity | undefined> {
   try {
     // Synchronous: a metadata read (fs-util.ts).
-    const st = statSync(file, { bigint: true });
+    const st = statNow(file, { bigint: true });
     return {
       dev: String(st.dev),
       ino: String(st.ino),

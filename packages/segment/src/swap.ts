@@ -45,12 +45,11 @@
  * put new positions beside the old log. recoverLeftovers (leftovers.ts) completes any state from
  * step 1 on; before the marker it deletes the temp files.
  */
-import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { SegmentIoError } from './errors.js';
-import { exists, sameContent, statOrUndefined } from './fs-util.js';
+import { exists, sameContent, statNow, statOrUndefined } from './fs-util.js';
 import {
   copyFileSynced,
   fsyncDir,
@@ -138,7 +137,7 @@ export async function swapInPlace(seg: SegmentFiles, mtimeNs: bigint, stillOwned
   if (!source) throw new SegmentIoError('the segment disappeared before its swap', { file: seg.log });
   const rewritten: SwapMarker['rewritten'] = {};
   for (const suffix of REWRITTEN) {
-    const st = statSync(seg.tmp(suffix));
+    const st = statNow(seg.tmp(suffix));
     rewritten[suffix] = { ino: st.ino, size: st.size };
   }
   const extras: string[] = [];
