@@ -3,7 +3,8 @@
 // (~70 KB uncompressed, ~20 KB gzip-9), magic-1 gzip wrappers of ~100 such messages, and small
 // (100-200 byte) uncompressed magic-1 messages. Records come from a seeded PRNG: the same bytes on
 // every run. Needs the workspace built.
-import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
 
 const fmt = await import(new URL('../packages/format/dist/index.js', import.meta.url).href);
 const legacy = await import(new URL('../packages/legacy/dist/index.js', import.meta.url).href);
@@ -14,6 +15,23 @@ export const { prng: mulberry32 } = await import(
 const { CompressionType, encodeRecordBatch } = fmt;
 
 export const MiB = 1024 * 1024;
+
+/** `<dir>/<base offset, 20 digits>.log`, as Kafka names a segment. */
+export const segmentLog = (dir, base) => join(dir, `${String(base).padStart(20, '0')}.log`);
+
+/** Adds `base` to the offset of every entry of segment bytes `b`, in place (outside every CRC). */
+export function rebaseEntries(b, base) {
+  for (let q = 0; q < b.length; ) {
+    b.writeBigInt64BE(b.readBigInt64BE(q) + base, q);
+    q += b.readInt32BE(q + 8) + 12;
+  }
+  return b;
+}
+
+/** rebaseEntries on the segment file `log`. */
+export function rebaseSegment(log, base) {
+  writeFileSync(log, rebaseEntries(readFileSync(log), base), { flush: true });
+}
 
 const WORDS = (
   'order user price created status shipped pending sku qty eur customer address street city ' +

@@ -33,10 +33,10 @@ import {
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { MiB, writeV1GzipSegment } from './data.mjs';
+import { MiB, rebaseSegment, segmentLog, writeV1GzipSegment } from './data.mjs';
+import { freePort, sh, sleep } from './helpers.mjs';
 
 const SEG_MB = Number(process.env.BENCH_SEG_MB ?? 16);
 const SEGMENTS = Number(process.env.BENCH_MIRROR_SEGMENTS ?? 3);
@@ -58,27 +58,11 @@ if (missing.length > 0) {
   process.exit(0);
 }
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const hash = (...parts) => {
   const h = createHash('sha256');
   for (const p of parts) h.update(p);
   return h.digest('hex').slice(0, 12);
 };
-const sh = (cmd, args, opts = {}) => {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 * MiB, ...opts });
-  if (r.status !== 0)
-    throw new Error(`${cmd} ${args.join(' ')} exited with ${r.status}\n${r.stdout}\n${r.stderr}`);
-  return r.stdout;
-};
-const freePort = () =>
-  new Promise((res, rej) => {
-    const s = createServer();
-    s.on('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => res(port));
-    });
-  });
 
 /** The kafka4 profile's jars, fetched as e2e/kafka/support/env.ts fetches them (same cache dir). */
 function kafkaJars() {
@@ -274,17 +258,11 @@ try {
   const v1Dir = join(logDir, 'src-v1-0');
   for (const f of readdirSync(v1Dir))
     if (/\.(log|index|timeindex|snapshot|txnindex)$/.test(f)) unlinkSync(join(v1Dir, f));
-  const name = (base) => String(base).padStart(20, '0');
   let next = 0n;
   for (let s = 0; s < SEGMENTS; s++) {
-    const log = join(v1Dir, `${name(next)}.log`);
+    const log = segmentLog(v1Dir, next);
     const { entries } = writeV1GzipSegment(log, SEG_MB * MiB, { seed: 40 + s, distinct: 48 });
-    const b = readFileSync(log);
-    for (let q = 0; q < b.length; ) {
-      b.writeBigInt64BE(b.readBigInt64BE(q) + next, q);
-      q += b.readInt32BE(q + 8) + 12;
-    }
-    writeFileSync(log, b);
+    rebaseSegment(log, next);
     next += BigInt(entries) * 100n;
   }
   rmSync(join(logDir, '.kafka_cleanshutdown'), { force: true });

@@ -19,11 +19,12 @@
 // BENCH_V1_MB (256), BENCH_TINY_MB (256), BENCH_SMALL_MB (64, the informational cases),
 // BENCH_BIG_MB (1024), BENCH_DIR (os tmp), BENCH_PIN=0 (never pin).
 // Run: pnpm bench pipeline
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os, { tmpdir } from 'node:os';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MiB, writeV1GzipSegment, writeV2GzipSegment } from './data.mjs';
+import { MiB, rebaseSegment, segmentLog, writeV1GzipSegment, writeV2GzipSegment } from './data.mjs';
 import { canPin, childFlags, floorInChild, runChild, tinyData, v1GzipData, v2GzipData } from './floor.mjs';
+import { conditions } from './helpers.mjs';
 
 const REPS = Number(process.env.BENCH_REPS ?? 3);
 const V2_MB = Number(process.env.BENCH_V2_MB ?? 256);
@@ -163,15 +164,9 @@ try {
           mkdirSync(dir, { recursive: true });
           // 4 finished segments of ~16 MiB and an active one per partition.
           const base = BigInt(s) * 10_000_000n;
-          const log = join(dir, `${String(base).padStart(20, '0')}.log`);
+          const log = segmentLog(dir, base);
           writeV2GzipSegment(log, s === 4 ? 64 * 1024 : 16 * MiB, { seed: 10 + p * 5 + s, distinct: 32 });
-          // Rebase the offsets (outside the CRC) onto the segment's base offset.
-          const b = readFileSync(log);
-          for (let q = 0; q < b.length; ) {
-            b.writeBigInt64BE(b.readBigInt64BE(q) + base, q);
-            q += b.readInt32BE(q + 8) + 12;
-          }
-          writeFileSync(log, b, { flush: true });
+          rebaseSegment(log, base);
         }
       }
       return root;
@@ -230,12 +225,7 @@ try {
   rmSync(work, { recursive: true, force: true });
 }
 
-console.log(
-  `${new Date().toISOString().slice(0, 10)}, node ${process.version}, ${os.availableParallelism()} cores, load ${os
-    .loadavg()
-    .map((l) => l.toFixed(1))
-    .join(' ')}\n`,
-);
+console.log(`${conditions()}\n`);
 console.log('| measure | data | seglift | floor | ratio | target |');
 console.log('|---|---|---|---|---|---|');
 for (const r of rows) console.log(`| ${r.join(' | ')} |`);

@@ -20,10 +20,10 @@
 // Run: pnpm bench scale
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MiB, writeV1GzipSegment } from './data.mjs';
+import { MiB, rebaseSegment, segmentLog, writeV1GzipSegment } from './data.mjs';
+import { freePort, median, sh, sleep } from './helpers.mjs';
 
 const PARTITIONS = Number(process.env.BENCH_SCALE_PARTITIONS ?? 8);
 const LOG_DIRS = Number(process.env.BENCH_SCALE_LOG_DIRS ?? 2);
@@ -51,26 +51,6 @@ if (missing.length > 0) {
   console.log(`(scale: skipped, missing ${missing.join(', ')})`);
   process.exit(0);
 }
-
-const sh = (cmd, args) => {
-  const r = spawnSync(cmd, args, { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-};
-const freePort = () =>
-  new Promise((res, rej) => {
-    const s = createServer();
-    s.on('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => res(port));
-    });
-  });
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const work = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'seglift-bench-scale-'));
 const tag = (process.pid % 10000).toString(36);
@@ -119,7 +99,6 @@ function makeHosts() {
   }
 }
 
-const name = (base) => String(base).padStart(20, '0');
 /** P partitions of ROLLED rolled v1 gzip-9 segments and a small active one each. */
 function generate(root) {
   for (let p = 0; p < PARTITIONS; p++) {
@@ -127,17 +106,12 @@ function generate(root) {
     mkdirSync(dir, { recursive: true });
     for (let s = 0; s <= ROLLED; s++) {
       const base = BigInt(s) * 10_000_000n;
-      const log = join(dir, `${name(base)}.log`);
+      const log = segmentLog(dir, base);
       writeV1GzipSegment(log, s === ROLLED ? 64 * 1024 : SEG_MB * MiB, {
         seed: 10 + p * 7 + s,
         distinct: 48,
       });
-      const b = readFileSync(log);
-      for (let q = 0; q < b.length; ) {
-        b.writeBigInt64BE(b.readBigInt64BE(q) + base, q);
-        q += b.readInt32BE(q + 8) + 12;
-      }
-      writeFileSync(log, b, { flush: true });
+      rebaseSegment(log, base);
     }
   }
 }

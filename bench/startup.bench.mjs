@@ -13,6 +13,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { median } from './helpers.mjs';
 
 // BENCH_REPO: another checkout's build (e.g. the base branch's) measured by this same bench.
 const repo = process.env.BENCH_REPO ?? fileURLToPath(new URL('..', import.meta.url));
@@ -52,11 +53,6 @@ function once(argv) {
   if (r.status !== 0) throw new Error(`${argv.join(' ')}: exit ${r.status ?? r.signal}\n${r.stderr}`);
   return Number(process.hrtime.bigint() - t) / 1e6;
 }
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-};
 
 /** Median of the case and of the floor, run alternately. */
 function paired(caseArgv, floorArgv) {

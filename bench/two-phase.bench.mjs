@@ -20,7 +20,15 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MiB, writeV1GzipSegment, writeV1TinySegment } from './data.mjs';
+import {
+  MiB,
+  rebaseEntries,
+  rebaseSegment,
+  segmentLog,
+  writeV1GzipSegment,
+  writeV1TinySegment,
+} from './data.mjs';
+import { median } from './helpers.mjs';
 
 const SEG_MB = Number(process.env.BENCH_SEG_MB ?? 16);
 const REPS = Number(process.env.BENCH_REPS ?? 2);
@@ -37,8 +45,6 @@ const childFlags = [
   '--heap-growing-percent=50',
 ];
 
-const name = (base) => String(base).padStart(20, '0');
-
 /** The generated log dir: every segment's offsets rebased onto its base offset. */
 function generate(root, segMb = SEG_MB) {
   for (let p = 0; p < PARTITIONS; p++) {
@@ -46,18 +52,13 @@ function generate(root, segMb = SEG_MB) {
     mkdirSync(dir, { recursive: true });
     for (let s = 0; s <= ROLLED; s++) {
       const base = BigInt(s) * 10_000_000n;
-      const log = join(dir, `${name(base)}.log`);
+      const log = segmentLog(dir, base);
       // Fewer distinct wrappers than the pipeline bench: generation time, not codec work.
       writeV1GzipSegment(log, s === ROLLED ? 64 * 1024 : Math.round(segMb * MiB), {
         seed: 10 + p * 5 + s,
         distinct: 48,
       });
-      const b = readFileSync(log);
-      for (let q = 0; q < b.length; ) {
-        b.writeBigInt64BE(b.readBigInt64BE(q) + base, q);
-        q += b.readInt32BE(q + 8) + 12;
-      }
-      writeFileSync(log, b, { flush: true });
+      rebaseSegment(log, base);
     }
   }
 }
@@ -128,7 +129,7 @@ function inProcess() {
       const prep = run('prepare', dir, stage);
       check('prepare', prep.counts, { staged: segments });
       best.prepare = Math.min(best.prepare, prep.ms);
-      if (replaced) replace(join(dir, 'orders-1', `${name(10_000_000n)}.log`));
+      if (replaced) replace(segmentLog(join(dir, 'orders-1'), 10_000_000n));
       const commit = run('commit', dir, stage);
       check('commit', commit.counts, {
         staged: replaced ? segments - 1 : segments,
@@ -167,7 +168,6 @@ function inProcess() {
 const bin = new URL('../apps/cli/dist/seglift', import.meta.url).pathname;
 const pin = spawnSync('taskset', ['-c', '0', 'true']).status === 0 ? ['taskset', '-c', '0'] : [];
 const WHOLE_REPS = Number(process.env.BENCH_WHOLE_REPS ?? 3);
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 const rows = [];
 const row = (what, measured, target, ok) =>
   rows.push(`| ${what} | ${measured} | ${target} | ${ok ? 'ok' : 'NOT MET'} |`);
@@ -229,12 +229,7 @@ function generateSmall(root, partitions, rolled) {
     mkdirSync(dir, { recursive: true });
     for (let s = 0; s <= rolled; s++) {
       const base = BigInt(s) * 1000n;
-      const b = Buffer.from(bytes);
-      for (let q = 0; q < b.length; ) {
-        b.writeBigInt64BE(b.readBigInt64BE(q) + base, q);
-        q += b.readInt32BE(q + 8) + 12;
-      }
-      writeFileSync(join(dir, `${name(base)}.log`), b);
+      writeFileSync(segmentLog(dir, base), rebaseEntries(Buffer.from(bytes), base));
     }
   }
 }

@@ -14,10 +14,11 @@
 // Run: pnpm bench whole-process
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import os, { tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { canPin, childEnv, floorInChild, tinyData, v1GzipData, v2GzipData } from './floor.mjs';
+import { conditions } from './helpers.mjs';
 
 const bin = fileURLToPath(new URL('../apps/cli/dist/seglift', import.meta.url));
 const REPS = Number(process.env.BENCH_REPS ?? 3);
@@ -110,10 +111,7 @@ try {
 }
 
 console.log(
-  `${new Date().toISOString().slice(0, 10)}, node ${process.version}, ${os.availableParallelism()} cores, load ${os
-    .loadavg()
-    .map((l) => l.toFixed(1))
-    .join(' ')}; whole process, ${canPin ? 'pinned to 1 core' : 'not pinned'}, best of ${REPS}\n`,
+  `${conditions()}; whole process, ${canPin ? 'pinned to 1 core' : 'not pinned'}, best of ${REPS}\n`,
 );
 console.log('| case | measured | target | ok? |');
 console.log('|---|---|---|---|');
