@@ -10,6 +10,7 @@ import {
   TIME_INDEX_ENTRY_SIZE,
   timeIndexView,
 } from './index-file.js';
+import { LAST_OFFSET_DELTA_OFFSET, MAX_TIMESTAMP_OFFSET } from './record-batch.js';
 
 interface Entry {
   size: number;
@@ -321,8 +322,8 @@ describe('SegmentIndexBuilder.appendBatchAt: the same indexes and errors as appe
     const v = new DataView(new ArrayBuffer(64));
     // At byte 3 of the buffer: the header need not start at 0.
     v.setBigInt64(3, baseOffset);
-    v.setInt32(3 + 23, lastOffsetDelta);
-    v.setBigInt64(3 + 35, maxTimestamp);
+    v.setInt32(3 + LAST_OFFSET_DELTA_OFFSET, lastOffsetDelta);
+    v.setBigInt64(3 + MAX_TIMESTAMP_OFFSET, maxTimestamp);
     return v;
   }
   /** Both builders over the same batches: [indexes or error of append, of appendBatchAt]. */

@@ -1,4 +1,4 @@
-import { SegmentIndexBuilder } from '@seglift/format';
+import { LAST_OFFSET_DELTA_OFFSET, MAX_TIMESTAMP_OFFSET, SegmentIndexBuilder } from '@seglift/format';
 import { describe, expect, it } from 'vitest';
 import { IndexChecker } from './index-check.js';
 
@@ -6,8 +6,8 @@ import { IndexChecker } from './index-check.js';
 function header(baseOffset: bigint, lastOffsetDelta: number, maxTimestamp: bigint): DataView {
   const v = new DataView(new ArrayBuffer(70));
   v.setBigInt64(5, baseOffset);
-  v.setInt32(5 + 23, lastOffsetDelta);
-  v.setBigInt64(5 + 35, maxTimestamp);
+  v.setInt32(5 + LAST_OFFSET_DELTA_OFFSET, lastOffsetDelta);
+  v.setBigInt64(5 + MAX_TIMESTAMP_OFFSET, maxTimestamp);
   return v;
 }
 
