@@ -11,24 +11,36 @@ import path from 'node:path';
  */
 const seg = (...names) => names.map((n) => `packages/segment/src/${n}.test.ts`);
 export const TESTS_FOR = {
-  'packages/segment/src/swap.ts': seg('swap', 'leftovers', 'durability', 'convert', 'concurrency'),
-  'packages/segment/src/leftovers.ts': seg(
-    'leftovers',
-    'durability',
-    'convert',
-    'convert-edges',
-    'concurrency',
+  'packages/segment/src/safety/swap.ts': seg(
+    'safety/swap',
+    'safety/leftovers',
+    'safety/durability',
+    'placements/convert',
+    'safety/concurrency',
   ),
-  'packages/segment/src/lock.ts': seg('lock', 'lock-races', 'leftovers', 'concurrency', 'durability'),
-  'packages/segment/src/verify.ts': seg('verify', 'faults', 'convert'),
+  'packages/segment/src/safety/leftovers.ts': seg(
+    'safety/leftovers',
+    'safety/durability',
+    'placements/convert',
+    'placements/convert-edges',
+    'safety/concurrency',
+  ),
+  'packages/segment/src/safety/lock.ts': seg(
+    'safety/lock',
+    'safety/lock-races',
+    'safety/leftovers',
+    'safety/concurrency',
+    'safety/durability',
+  ),
+  'packages/segment/src/rewrite/verify.ts': seg('rewrite/verify', 'placements/faults', 'placements/convert'),
   // two-phase.test.ts: the stageDir/fromStage paths (prepare and commit), in about a second.
-  'packages/segment/src/convert.ts': seg(
-    'convert',
-    'convert-edges',
-    'faults',
-    'leftovers',
-    'durability',
-    'two-phase',
+  'packages/segment/src/placements/convert.ts': seg(
+    'placements/convert',
+    'placements/convert-edges',
+    'placements/faults',
+    'safety/leftovers',
+    'safety/durability',
+    'runs/two-phase',
   ),
   'packages/legacy/src/upconvert.ts': [
     'packages/legacy/src/upconvert.test.ts',
@@ -39,7 +51,7 @@ export const TESTS_FOR = {
   'packages/format/src/index-file.ts': [
     'packages/format/src/index-file.test.ts',
     'packages/format/src/index-file.fuzz.test.ts',
-    ...seg('verify', 'convert'),
+    ...seg('rewrite/verify', 'placements/convert'),
   ],
 };
 export const SAFETY_CORE = Object.keys(TESTS_FOR);

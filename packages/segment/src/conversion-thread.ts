@@ -3,9 +3,9 @@
  * per message. Loaded from dist (`dist/conversion-thread.js`).
  */
 import { parentPort } from 'node:worker_threads';
-import { convertSegment } from './convert.js';
-import type { FromThread, ToThread } from './pool.js';
-import { swapRefused } from './pool.js';
+import { convertSegment } from './placements/convert.js';
+import type { FromThread, ToThread } from './runs/pool.js';
+import { swapRefused } from './runs/pool.js';
 
 if (parentPort) {
   const port = parentPort;

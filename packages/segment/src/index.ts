@@ -6,42 +6,11 @@
  */
 
 export {
-  CONVERSION_SETTINGS,
-  type ConversionSetting,
-  type ConversionSettingName,
-  type ConversionSettings,
-  conversionSetting,
-  conversionSettingsOf,
-} from './conversion-settings.js';
-export { type ConvertOptions, convertSegment } from './convert.js';
-export {
   findPartitionSegments,
   type IgnoredDir,
   listSegments,
   walkLogDirs,
-} from './discovery.js';
-export { codecLabel, formatKey, inspectEntry, keptAsIs, needsRewrite } from './entry.js';
-export { LogDirLockedError, SegmentChangedError } from './errors.js';
-export { kafkaLeftovers } from './leftovers.js';
-export {
-  acquireLogDirLock,
-  assertLogDirHolds,
-  holdLogDirLock,
-  holdLogDirLocks,
-  logDirLockHolder,
-  logDirOfSegment,
-} from './logdir-lock.js';
-export { type MigrateOptions, type MigrateResult, migrate } from './migrate.js';
-export {
-  isKafkaInternalDir,
-  parsePartitionDirName,
-  parseSegmentName,
-  SEGMENT_NAME_RE,
-  SegmentFiles,
-} from './names.js';
-export { PIPELINE_NODE } from './node-flags.js';
-export { ConversionPool } from './pool.js';
-export { readSegmentEntries, type SegmentEntry } from './reader.js';
+} from './discovery/discovery.js';
 export {
   evaluatePartition,
   findReadySegments,
@@ -56,16 +25,50 @@ export {
   segmentReadiness,
   segmentReady,
   splitReady,
-} from './readiness.js';
+} from './discovery/readiness.js';
+export { LogDirLockedError, SegmentChangedError } from './files/errors.js';
+export {
+  isKafkaInternalDir,
+  parsePartitionDirName,
+  parseSegmentName,
+  SEGMENT_NAME_RE,
+  SegmentFiles,
+} from './files/names.js';
+export { statRegularFile } from './files/segment-file.js';
+export { PIPELINE_NODE } from './node-flags.js';
+export { type ConvertOptions, convertSegment } from './placements/convert.js';
+export {
+  CONVERSION_SETTINGS,
+  type ConversionSetting,
+  type ConversionSettingName,
+  type ConversionSettings,
+  conversionSetting,
+  conversionSettingsOf,
+} from './rewrite/conversion-settings.js';
+export { codecLabel, formatKey, inspectEntry, keptAsIs, needsRewrite } from './rewrite/entry.js';
+export { readSegmentEntries, type SegmentEntry } from './rewrite/reader.js';
 export {
   emptyReport,
   formatReportTable,
   type RunSummary,
   type SegmentReport,
   summarize,
-} from './report.js';
-export { isInside, realPathWithinRoots, resolveWithinRoots } from './roots.js';
-export { statRegularFile } from './segment-file.js';
+} from './rewrite/report.js';
+export { targetFormatOf } from './rewrite/target-format.js';
+export { type VerifyReport, verifySegment } from './rewrite/verify.js';
+export { type MigrateOptions, type MigrateResult, migrate } from './runs/migrate.js';
+export { ConversionPool } from './runs/pool.js';
+export { commitStage, prepareStage, type StageCounts } from './runs/two-phase.js';
+export { kafkaLeftovers } from './safety/leftovers.js';
+export {
+  acquireLogDirLock,
+  assertLogDirHolds,
+  holdLogDirLock,
+  holdLogDirLocks,
+  logDirLockHolder,
+  logDirOfSegment,
+} from './safety/logdir-lock.js';
+export { isInside, realPathWithinRoots, resolveWithinRoots } from './safety/roots.js';
 export {
   openStageDir,
   readStageRecord,
@@ -75,8 +78,5 @@ export {
   stageable,
   stageOptionsKey,
   stagePartitionDir,
-} from './stage.js';
-export { targetFormatOf } from './target-format.js';
-export { type PartitionTieringResult, prepareTiering, tieringState } from './tiering.js';
-export { commitStage, prepareStage, type StageCounts } from './two-phase.js';
-export { type VerifyReport, verifySegment } from './verify.js';
+} from './stage/stage.js';
+export { type PartitionTieringResult, prepareTiering, tieringState } from './tiering/tiering.js';

@@ -4,5 +4,5 @@
  * verify. SEGLIFT_TEST_KILL_AFTER / SEGLIFT_TEST_HOLD_AFTER (fsops.ts) and
  * SEGLIFT_TEST_THREAD_CRASH (conversion-thread.ts) are read from the environment.
  */
-export { crashFsOps, type FsOp, type FsOpKind, observeFsOps, SimulatedCrash } from '../fsops.js';
-export type { ConvertTestHooks } from '../rewrite.js';
+export { crashFsOps, type FsOp, type FsOpKind, observeFsOps, SimulatedCrash } from '../files/fsops.js';
+export type { ConvertTestHooks } from '../rewrite/rewrite.js';

@@ -1,0 +1,331 @@
+import { realpath } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { findPartitionSegments, type IgnoredDir, type SegmentFile } from '../discovery/discovery.js';
+import { quietAtStart, type ReadinessRules, readinessRules, splitReady } from '../discovery/readiness.js';
+import { PathOutsideRootsError } from '../files/errors.js';
+import { type ConversionOptions, type ConvertOptions, convertSegment } from '../placements/convert.js';
+import { emptyReport, type RunSummary, type SegmentReport, summarize } from '../rewrite/report.js';
+import { assertBackupDirOutside } from '../safety/backup.js';
+import { holdLogDirLocks } from '../safety/logdir-lock.js';
+import { realPathWithinRoots } from '../safety/roots.js';
+import { ConversionPool, conversionThreadPath } from './pool.js';
+
+export interface MigrateProgress {
+  segmentsDone: number;
+  segmentsTotal: number;
+  bytesDone: number;
+  bytesTotal: number;
+}
+
+export interface MigrateOptions
+  extends Omit<ConvertOptions, 'outDir' | 'inPlace' | 'onProgress' | 'beforeSwap'> {
+  /** Also convert each partition's active (highest base offset) segment. Default false. */
+  includeActive?: boolean;
+  /**
+   * The watcher's readiness rules instead of includeActive (readiness.ts): in an archive
+   * (`requireRolled: false`) each segment is converted once its .log has been unchanged for
+   * `quietMs` (a copy may still be writing any of them), and otherwise reported skipped,
+   * 'still-changing'.
+   */
+  readiness?: ReadinessRules;
+  /** Parallel conversions (default: all cores). */
+  concurrency?: number;
+  /** 'threads' (default when dist/conversion-thread.js exists) or 'inline' (in process, one at a time). */
+  mode?: 'threads' | 'inline';
+  onProgress?: (progress: MigrateProgress) => void;
+  onSegment?: (report: SegmentReport) => void;
+  /**
+   * The configured roots (SEGLIFT_ROOTS): every partition planned, a symlinked one by the real
+   * path it leads to, must lie inside one, or the run is refused (PathOutsideRootsError) before
+   * anything is converted. Empty or absent: no confinement.
+   */
+  roots?: readonly string[];
+}
+
+export interface MigrateResult {
+  reports: SegmentReport[];
+  summary: RunSummary;
+  partitions: number;
+  /** Directories with segments that are not partition logs Kafka loads (metadata log, backups). */
+  ignored: IgnoredDir[];
+  /** The signal stopped the run: segments not reached are reported 'not-started', those stopped mid-conversion 'rolled-back'. */
+  interrupted: boolean;
+  /** How the run was executed (threads fall back to inline when the thread script is missing). */
+  mode: 'threads' | 'inline';
+}
+
+export interface Plan {
+  todo: SegmentFile[];
+  /** Reports decided without converting (active segments). */
+  skipped: SegmentReport[];
+  partitions: number;
+  ignored: IgnoredDir[];
+  /**
+   * The log dirs the planned partitions were found in (whose `.lock` a broker serving them holds),
+   * each once: for a partition linked in from another disk, the directory holding the link.
+   */
+  logDirs: string[];
+}
+
+/** What `migrate` converts under `dirs`, and the newest segments it leaves (readiness rules). */
+export async function plan(dirs: string[], options: MigrateOptions): Promise<Plan> {
+  const p: Plan = { todo: [], skipped: [], partitions: 0, ignored: [], logDirs: [] };
+  const rules = options.readiness ?? readinessRules({ includeActive: options.includeActive });
+  const now = Date.now();
+  // Two names for one partition (a log dir and a symlink into it, a dir given twice) are one
+  // partition: converted once, by its real path.
+  const planned = new Set<string>();
+  for (const dir of dirs) {
+    const found = await findPartitionSegments(dir, { includeActive: true });
+    p.ignored.push(...found.ignored);
+    for (const part of found.partitions) {
+      // Gone since the walk (a partition deleted): its segments fail as missing, by name.
+      const real = await realpath(part.partitionDir).catch(() => part.partitionDir);
+      if (planned.has(real)) continue;
+      planned.add(real);
+      const roots = options.roots ?? [];
+      if (roots.length > 0)
+        await realPathWithinRoots(real, roots).catch((err: unknown) => {
+          if (!(err instanceof PathOutsideRootsError)) throw err;
+          const linked = !real.startsWith(`${path.resolve(dir)}${path.sep}`) && real !== path.resolve(dir);
+          throw new PathOutsideRootsError(
+            real,
+            roots,
+            `partition dir ${real}, found under ${dir}${linked ? ' through a symlink' : ''}, is outside the allowed roots`,
+          );
+        });
+      p.partitions++;
+      for (const l of part.logDirs) if (!p.logDirs.includes(l)) p.logDirs.push(l);
+      const { ready, notReady } = splitReady(part.segments, rules, now);
+      p.todo.push(...ready);
+      for (const s of notReady) {
+        const r = emptyReport(s.path);
+        r.result = 'skipped';
+        r.reason = rules.requireRolled ? 'active-segment' : 'still-changing';
+        r.bytesIn = s.size;
+        p.skipped.push(r);
+      }
+    }
+  }
+  return p;
+}
+
+/** Progress across segments in flight: bytes done of the finished ones plus each running one's. */
+class ProgressTracker {
+  private readonly progress: MigrateProgress;
+  private readonly inFlight = new Map<number, number>();
+  constructor(
+    todo: SegmentFile[],
+    private readonly onProgress?: (p: MigrateProgress) => void,
+  ) {
+    this.progress = {
+      segmentsDone: 0,
+      segmentsTotal: todo.length,
+      bytesDone: 0,
+      bytesTotal: todo.reduce((a, s) => a + s.size, 0),
+    };
+  }
+  running(i: number, bytesDone: number): void {
+    this.inFlight.set(i, bytesDone);
+    this.emit();
+  }
+  finished(i: number, size: number): void {
+    this.inFlight.delete(i);
+    this.progress.segmentsDone++;
+    this.progress.bytesDone += size;
+    this.emit();
+  }
+  private emit(): void {
+    if (!this.onProgress) return;
+    let partial = 0;
+    for (const v of this.inFlight.values()) partial += v;
+    this.onProgress({ ...this.progress, bytesDone: this.progress.bytesDone + partial });
+  }
+}
+
+/** How `runConversions` converts each segment of its list. */
+export interface ConversionPlan {
+  todo: SegmentFile[];
+  /** The options of segment i over the run's own (where it goes: inPlace, stageDir, fromStage). */
+  optionsFor: (i: number) => Partial<ConversionOptions>;
+  /**
+   * Segments converted in this thread, beside the pool's (a commit from a stage: links and
+   * renames, no codec work worth a thread). They run in lanes of a partition each (`partitionOf`):
+   * two lanes in one partition would only take turns at its lock.
+   */
+  inMain?: (i: number) => boolean;
+  partitionOf?: (i: number) => string;
+  /** How many partitions the main thread works on at once (default: the run's concurrency). */
+  mainLanes?: number;
+  /** After the main thread's last segment of a partition (its segments' indexes), even aborted. */
+  afterPartition?: (indexes: number[]) => Promise<void>;
+}
+
+/**
+ * Converts every segment of the plan (the pool, or inline), with progress and one report per
+ * segment in plan order; segments an abort kept from starting are reported 'not-started', those it
+ * stopped before their swap 'rolled-back'.
+ */
+export async function runConversions(
+  plan: ConversionPlan,
+  options: MigrateOptions,
+): Promise<{ results: SegmentReport[]; mode: 'threads' | 'inline'; interrupted: boolean }> {
+  const { todo } = plan;
+  const { signal } = options;
+  const convert = conversionOptions(options);
+  const tracker = new ProgressTracker(todo, options.onProgress);
+  const results: SegmentReport[] = new Array(todo.length);
+  const runOne = async (i: number, run: (o: ConvertOptions) => Promise<SegmentReport>) => {
+    const r = await run({
+      ...convert,
+      ...plan.optionsFor(i),
+      signal,
+      onProgress: (d) => tracker.running(i, d),
+    } as ConvertOptions);
+    // Labelled before anyone hears of it (the NDJSON line, the bar).
+    if (r.aborted) rolledBack(r);
+    results[i] = r;
+    tracker.finished(i, todo[i].size);
+    options.onSegment?.(r);
+  };
+  const all = todo.map((_, i) => i);
+  const main = plan.inMain ? all.filter((i) => plan.inMain!(i)) : [];
+  const rest = plan.inMain ? all.filter((i) => !plan.inMain!(i)) : all;
+  const concurrency = options.concurrency ?? os.availableParallelism();
+  const lanes = (order: number[], size: number, run: (i: number) => Promise<void>) =>
+    inLanes(order, size, run, signal);
+  // The main thread's segments by partition: each lane takes a whole partition.
+  const byPartition = groupBy(main, (i) => plan.partitionOf?.(i) ?? '');
+  const inMain = lanes(
+    byPartition.map((_, g) => g),
+    plan.mainLanes ?? concurrency,
+    async (g) => {
+      try {
+        for (const i of byPartition[g])
+          if (!signal?.aborted) await runOne(i, (o) => convertSegment(todo[i].path, o));
+      } finally {
+        await plan.afterPartition?.(byPartition[g]);
+      }
+    },
+  );
+  const mode = options.mode === 'inline' || !conversionThreadPath() ? 'inline' : 'threads';
+  const inPool = (async () => {
+    if (mode === 'inline') {
+      // Inline: after the main thread's own, one at a time.
+      await inMain;
+      await lanes(rest, 1, (i) => runOne(i, (o) => convertSegment(todo[i].path, o)));
+    } else if (rest.length > 0) {
+      const size = Math.max(1, Math.min(concurrency, rest.length));
+      const pool = new ConversionPool({ size });
+      // Largest segments first: the run does not end with one thread converting a big segment
+      // alone while the others idle (reports stay in discovery order).
+      const order = [...rest].sort((a, b) => todo[b].size - todo[a].size || a - b);
+      try {
+        await lanes(order, size, (i) => runOne(i, (o) => pool.convert(todo[i].path, o)));
+      } finally {
+        await pool.close();
+      }
+    }
+  })();
+  await Promise.all([inMain, inPool]);
+  reportUnfinished(todo, results);
+  return { results, mode, interrupted: signal?.aborted === true };
+}
+
+/** The run's options a conversion takes (all but migrate's own). */
+function conversionOptions(options: MigrateOptions): Omit<ConvertOptions, 'outDir' | 'inPlace'> {
+  const {
+    includeActive: _a,
+    readiness: _r,
+    concurrency: _c,
+    mode: _m,
+    onProgress: _p,
+    onSegment: _s,
+    roots: _roots,
+    signal: _signal,
+    ...convert
+  } = options;
+  return convert;
+}
+
+/** Lanes over a list of indexes: each takes the next one when it is done, until an abort. */
+async function inLanes(
+  order: number[],
+  size: number,
+  run: (i: number) => Promise<void>,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < order.length && !signal?.aborted) await run(order[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(size, order.length)) }, lane));
+}
+
+/** `items` grouped by key, groups in the order of their first item. */
+function groupBy(items: number[], key: (i: number) => string): number[][] {
+  const groups = new Map<string, number[]>();
+  for (const i of items) groups.set(key(i), [...(groups.get(key(i)) ?? []), i]);
+  return [...groups.values()];
+}
+
+/** Stopped mid-conversion: its temp files are gone and the original was never touched; never 'failed'. */
+function rolledBack(r: SegmentReport): void {
+  r.result = 'rolled-back';
+  r.reason = 'interrupted mid-conversion: its output removed, the original left as it was';
+  r.bytesOut = 0;
+  delete r.error;
+}
+
+/** Segments an abort kept from starting: 'not-started'. */
+function reportUnfinished(todo: SegmentFile[], results: SegmentReport[]): void {
+  for (let i = 0; i < todo.length; i++) {
+    const r = results[i];
+    if (!r) {
+      const nr = emptyReport(todo[i].path);
+      nr.result = 'not-started';
+      nr.reason = 'interrupted before it started';
+      nr.bytesIn = todo[i].size;
+      results[i] = nr;
+    }
+  }
+}
+
+/**
+ * Converts, in place, every non-active segment under `dirs` (log dirs, partition dirs or their
+ * parents) with the conversion pool, holding the `.lock` of each log dir (the directories the
+ * partitions were found in, a symlinked one's too) throughout: throws `LogDirLockedError` when a broker holds one. Active segments are reported as skipped. Never throws for
+ * a bad segment; every segment gets a report, in discovery order.
+ */
+export async function migrate(dirs: string[], options: MigrateOptions): Promise<MigrateResult> {
+  const started = performance.now();
+  if (options.backupDir) await assertBackupDirOutside(options.backupDir, dirs);
+  const planned = await plan(dirs, options);
+  const { todo, skipped, partitions, ignored } = planned;
+  // Every log dir the run may write in, all taken before the first write: one held by a broker
+  // (or another seglift) refuses the whole run with nothing touched. Held until every conversion
+  // has finished or rolled back. Those the partitions were found in: a linked partition's real
+  // parent is not its broker's log dir.
+  const logDirs = holdLogDirLocks(planned.logDirs);
+  let run: Awaited<ReturnType<typeof runConversions>>;
+  try {
+    for (const r of skipped) options.onSegment?.(r);
+    // An archive (requireRolled false): each segment must still be quiet when its conversion
+    // starts, however long after the plan that is (a copy may have resumed).
+    const quietMs = options.readiness === undefined ? undefined : quietAtStart(options.readiness);
+    run = await runConversions({ todo, optionsFor: () => ({ inPlace: true, quietMs }) }, options);
+  } finally {
+    logDirs.release();
+  }
+  const { results, mode, interrupted } = run;
+  const all = [...skipped, ...results];
+  return {
+    reports: all,
+    summary: summarize(all, performance.now() - started),
+    partitions,
+    ignored,
+    interrupted,
+    mode,
+  };
+}

@@ -1,0 +1,202 @@
+/**
+ * The conversion threads of the service: `migrate` and the queue worker convert through one pool
+ * with one message protocol. Codec calls are synchronous, so threads are what gives parallelism
+ * and keeps a caller's event loop (progress bars, Redis lock renewal) responsive. A thread runs
+ * one conversion at a time and is reused (loading the native codecs costs ~0.2 s).
+ *
+ * Protocol (conversion-thread.ts is the other end):
+ *   to a thread:   convert {id, logPath, options, gated} | abort {id, reason} | swap {id, go, reason}
+ *   from a thread: progress {id, bytesDone, bytesTotal} | swap-ready {id} | done {id, report}
+ * `gated`: the thread asks before its swap (swap-ready) and swaps only on `go` (the caller's
+ * beforeSwap hook, e.g. the worker checking that it still holds its partition's lease).
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { LockedError, SegmentIoError } from '../files/errors.js';
+import type { ConvertOptions } from '../placements/convert.js';
+import { emptyReport, type SegmentReport } from '../rewrite/report.js';
+
+/**
+ * V8 limits for a thread that runs conversions: the young generation capped as the programs cap
+ * theirs (--max-semi-space-size=8, i.e. 3 x 8 MiB, node-flags.ts), so each thread's heap stays
+ * near its working set under the pipeline's allocation rate (bench/pipeline).
+ */
+export const PIPELINE_THREAD_RESOURCE_LIMITS = { maxYoungGenerationSizeMb: 24 } as const;
+
+/** What crosses to a thread: everything but the functions, which the protocol stands in for. */
+export type ThreadConvertOptions = Omit<ConvertOptions, 'signal' | 'onProgress' | 'beforeSwap'>;
+
+export type ToThread =
+  | { type: 'convert'; id: number; logPath: string; options: ThreadConvertOptions; gated: boolean }
+  | { type: 'abort'; id: number; reason: string }
+  | { type: 'swap'; id: number; go: boolean; reason?: string };
+
+export type FromThread =
+  | { type: 'progress'; id: number; bytesDone: number; bytesTotal: number }
+  | { type: 'swap-ready'; id: number }
+  | { type: 'done'; id: number; report: SegmentReport };
+
+/**
+ * dist/conversion-thread.js next to this module (built), next to the chunk of a program's bundle
+ * holding it (`dist/chunks/`, scripts/bundle.mjs), or next to src/ when running from sources.
+ */
+export function conversionThreadPath(): string | undefined {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  for (const p of [
+    path.join(here, 'conversion-thread.js'),
+    path.join(here, '..', 'conversion-thread.js'),
+    path.join(here, '..', 'dist', 'conversion-thread.js'),
+  ]) {
+    if (existsSync(p)) return p;
+  }
+  return undefined;
+}
+
+export interface ConversionPoolOptions {
+  /** Threads at most; more calls wait for a free one. */
+  size: number;
+  /** After an abort, how long a conversion gets to clean up before its thread is terminated. */
+  abortTimeoutMs?: number;
+  /** Test hook (SEGLIFT_TEST_THREAD_CRASH): a thread converting a path ending so exits at once. */
+  env?: NodeJS.ProcessEnv;
+}
+
+interface Running {
+  id: number;
+  logPath: string;
+  options: ConvertOptions;
+  resolve: (r: SegmentReport) => void;
+}
+
+interface PoolThread {
+  worker: Worker;
+  running?: Running;
+}
+
+/** A conversion that never got a report from its thread fails with this reason. */
+function threadFailure(logPath: string, why: string): SegmentReport {
+  const r = emptyReport(logPath);
+  const e = new SegmentIoError(`conversion thread died: ${why}`, { file: logPath });
+  r.error = e.toJSON();
+  r.reason = e.detail;
+  return r;
+}
+
+export class ConversionPool {
+  private readonly script: string;
+  private readonly threads = new Set<PoolThread>();
+  private readonly waiting: Array<() => void> = [];
+  private nextId = 1;
+  private closed = false;
+
+  constructor(private readonly options: ConversionPoolOptions) {
+    const script = conversionThreadPath();
+    if (!script) throw new Error('dist/conversion-thread.js is missing: run `pnpm build`');
+    this.script = script;
+  }
+
+  /**
+   * Converts one segment in a thread. Never rejects for a bad segment: the report says 'failed'
+   * (a thread that dies fails only the segment it held, with the reason, and is replaced).
+   */
+  async convert(logPath: string, options: ConvertOptions): Promise<SegmentReport> {
+    const { signal, onProgress: _p, beforeSwap, ...plain } = options;
+    const id = this.nextId++;
+    let settle: (r: SegmentReport) => void = () => {};
+    const running: Running = { id, logPath, options, resolve: (r) => settle(r) };
+    const thread = await this.acquire(running);
+    return new Promise<SegmentReport>((resolve) => {
+      let killTimer: NodeJS.Timeout | undefined;
+      const onAbort = () => {
+        const reason = signal?.reason instanceof Error ? signal.reason.message : 'aborted';
+        thread.worker.postMessage({ type: 'abort', id, reason } satisfies ToThread);
+        // A thread stuck in a synchronous call: terminated (the next run recovers its leftovers).
+        killTimer = setTimeout(() => void thread.worker.terminate(), this.options.abortTimeoutMs ?? 10_000);
+      };
+      settle = (r) => {
+        signal?.removeEventListener('abort', onAbort);
+        clearTimeout(killTimer);
+        resolve(r);
+      };
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
+      thread.worker.postMessage({
+        type: 'convert',
+        id,
+        logPath,
+        options: plain,
+        gated: beforeSwap !== undefined,
+      } satisfies ToThread);
+    });
+  }
+
+  /** Terminates every thread; conversions still running fail (call once they are done). */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const w of this.waiting.splice(0)) w();
+    await Promise.all([...this.threads].map((t) => t.worker.terminate()));
+  }
+
+  /** A free thread, taken for `running` before anything else can see it free. */
+  private async acquire(running: Running): Promise<PoolThread> {
+    for (;;) {
+      if (this.closed) throw new Error('conversion pool closed');
+      let t = [...this.threads].find((x) => x.running === undefined);
+      if (t === undefined && this.threads.size < this.options.size) t = this.spawn();
+      if (t !== undefined) {
+        t.running = running;
+        return t;
+      }
+      await new Promise<void>((r) => this.waiting.push(r));
+    }
+  }
+
+  private spawn(): PoolThread {
+    const t: PoolThread = {
+      worker: new Worker(this.script, {
+        resourceLimits: PIPELINE_THREAD_RESOURCE_LIMITS,
+        env: this.options.env ?? process.env,
+      }),
+    };
+    const finish = (r: SegmentReport) => {
+      const running = t.running;
+      t.running = undefined;
+      running?.resolve(r);
+      this.waiting.shift()?.();
+    };
+    t.worker.on('message', (m: FromThread) => {
+      const running = t.running;
+      if (running === undefined || m.id !== running.id) return;
+      if (m.type === 'progress') running.options.onProgress?.(m.bytesDone, m.bytesTotal);
+      else if (m.type === 'swap-ready') void this.gate(t, running);
+      else finish(m.report);
+    });
+    const dead = (why: string) => {
+      if (!this.threads.delete(t)) return;
+      if (t.running) finish(threadFailure(t.running.logPath, why));
+    };
+    t.worker.on('error', (err) => dead(err.message));
+    t.worker.on('exit', (code) => dead(`exit code ${code}`));
+    this.threads.add(t);
+    return t;
+  }
+
+  /** Asks the caller's beforeSwap hook and answers the thread. */
+  private async gate(t: PoolThread, running: Running): Promise<void> {
+    let answer: ToThread;
+    try {
+      await running.options.beforeSwap?.();
+      answer = { type: 'swap', id: running.id, go: true };
+    } catch (err) {
+      answer = { type: 'swap', id: running.id, go: false, reason: (err as Error)?.message ?? String(err) };
+    }
+    if (t.running === running) t.worker.postMessage(answer);
+  }
+}
+
+/** The error a thread raises when the caller refused its swap. */
+export function swapRefused(reason: string, file: string): LockedError {
+  return new LockedError(`not swapped: ${reason}`, { file });
+}

@@ -1,0 +1,486 @@
+/**
+ * The stage directory of a two-phase migration (docs/operator-guide.md, "Two-phase migration"):
+ * `prepare` converts and verifies rolled segments into it while the broker runs, never writing,
+ * renaming or locking anything in the log dir; `commit`, with the broker stopped, links each
+ * staged segment whose source is still the file it was made from into the partition directory
+ * under the temp names `swapInPlace` expects, and swaps it in (convert.ts, `fromStage`).
+ *
+ * Layout: `S/.seglift-stage` (marker), and per partition `S/<partition dir relative to the log
+ * dir>/<base>.{log,index,timeindex}` plus `<base>.seglift-stage.json` (StageRecord), written
+ * last: staged files without a record are unfinished and removed.
+ *
+ * Why the commit does not re-read a source whole: Kafka never modifies a rolled segment in place
+ * (docs/kafka-format.md §6.8): retention renames it to `.deleted` and unlinks it, the cleaner
+ * writes a new file and renames it over (`.cleaned` -> `.swap` -> `.log`), a new inode each time.
+ * So device, inode, size and mtime (ns) tell every change Kafka makes. ctime (ns) tells the
+ * changes of anybody else: a write in place with the size and mtime put back, or a file deleted
+ * and recreated under a reused inode number, sets it, and no utime call can set it back. The
+ * digest of the first and last 64 KiB (SOURCE_SAMPLE_BYTES) is one more check on the same file.
+ * A full digest would read the whole log dir while the broker is down, which is what two-phase
+ * migration exists to avoid (commit <= 5% of a plain migrate, bench/two-phase). The full sha256
+ * is recorded (computed while prepare read the source for its conversion) for an operator's
+ * audit.
+ *
+ * The staged files, by contrast, are read whole at commit (`stagedFileMismatch`): they are what
+ * the swap puts in the partition, no conversion will check them again, and they may sit for days
+ * on a disk shared with other work. Their sha256 (taken by prepare's writer, before verify read
+ * them back) must still be theirs; one that is not is discarded and its segment converted from
+ * the source. They are the converted bytes (smaller than the source, as a rule), read
+ * sequentially: docs/operator-guide.md gives the measured cost.
+ */
+import { createHash, type Hash } from 'node:crypto';
+import { open, readdir, readFile, realpath, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { StageDirError } from '../files/errors.js';
+import { exists, statNow, statOrUndefined } from '../files/fs-util.js';
+import { fsyncDir, mkdirp, removeIfExists, rename, writeWholeFile } from '../files/fsops.js';
+import {
+  offsetOfFileName,
+  parseSegmentName,
+  REWRITTEN,
+  SegmentFiles,
+  STAGE_DIR_MARKER,
+  STAGE_RECORD_SUFFIX,
+  TMP_SUFFIX,
+} from '../files/names.js';
+import {
+  CONVERSION_SETTINGS,
+  type ConversionSetting,
+  type ConversionSettingName,
+  conversionSetting,
+} from '../rewrite/conversion-settings.js';
+import { isInside, realpathOfNearest } from '../safety/roots.js';
+
+/** Head and tail bytes of a source digested again at commit (see the header). */
+export const SOURCE_SAMPLE_BYTES = 64 * 1024;
+
+/** The staged files, by suffix: the ones a rewrite replaces. */
+export const STAGED = REWRITTEN;
+
+/** Who a file is: nanosecond mtime and ctime, 64-bit device/inode numbers, as decimal strings. */
+export interface SourceIdentity {
+  dev: string;
+  ino: string;
+  size: number;
+  mtimeNs: string;
+  /** Any change to the file, its data or its inode, sets it; nothing sets it back (see the header). */
+  ctimeNs: string;
+}
+
+/** What decides a conversion's output: a staged segment made with other options is stale. */
+export interface StageOptionsKey {
+  codec: string;
+  level: number | null;
+  grouping: string;
+  coalesceBytes: number | null;
+  maxBatchBytes: number;
+  indexIntervalBytes: number;
+  force: boolean;
+  onlyIfSmaller: boolean;
+}
+
+export interface StagedFile {
+  size: number;
+  ino: string;
+  sha256: string;
+}
+
+export interface StageRecord {
+  tool: 'seglift';
+  kind: 'stage';
+  /** 2: the source identity has ctimeNs. A version 1 record never matches (see readStageRecord). */
+  version: 1 | 2;
+  prefix: string;
+  source: SourceIdentity & {
+    /** sha256 of the bytes converted (the whole file unless a truncated tail was dropped). */
+    sha256: string;
+    /** sha256 of the first and last SOURCE_SAMPLE_BYTES (sampleDigest). */
+    sampleSha256: string;
+    /** The source .log's mtime in ms, for a reader (the new files get `mtimeNs`). */
+    mtimeMs: number;
+  };
+  options: StageOptionsKey;
+  /** The staged files by suffix; null: the source is already in the target codec (nothing to swap). */
+  files: Record<string, StagedFile> | null;
+  /** Counts of the conversion, for the commit's report. */
+  counts: {
+    batchesIn: number;
+    batchesOut: number;
+    recordsIn: number;
+    recordsOut: number;
+    codecMixIn: Record<string, number>;
+    codecOut: Record<string, number>;
+  };
+  stagedAt: string;
+}
+
+export function stageOptionsKey(o: {
+  codec: string;
+  level?: number;
+  grouping?: string;
+  coalesceBytes?: number;
+  maxBatchBytes?: number;
+  indexIntervalBytes?: number;
+  force?: boolean;
+  onlyIfSmaller?: boolean;
+}): StageOptionsKey {
+  // The settings that change the bytes written (conversion-settings.ts), each at its declared
+  // default when unset (null: none, the codec's level), or null when it is not read.
+  const given = o as Record<string, unknown>;
+  const current = (s: ConversionSetting) => given[s.name] ?? s.default ?? null;
+  const key: Record<string, unknown> = {};
+  for (const s of CONVERSION_SETTINGS as readonly ConversionSetting[]) {
+    if (!s.changesBytes) continue;
+    // force is convert's flag, not a setting: stage records (compared as JSON text) have always
+    // had it before onlyIfSmaller.
+    if (s.name === 'onlyIfSmaller') key.force = o.force ?? false;
+    const read =
+      s.onlyWhen === undefined ||
+      current(conversionSetting(s.onlyWhen.setting as ConversionSettingName)) === s.onlyWhen.is;
+    key[s.name] = read ? current(s) : null;
+  }
+  return key as unknown as StageOptionsKey;
+}
+
+/** The file's identity, or undefined when it is gone. */
+export async function sourceIdentity(file: string): Promise<SourceIdentity | undefined> {
+  try {
+    // Synchronous: a metadata read (fs-util.ts).
+    const st = statNow(file, { bigint: true });
+    return {
+      dev: String(st.dev),
+      ino: String(st.ino),
+      size: Number(st.size),
+      mtimeNs: String(st.mtimeNs),
+      ctimeNs: String(st.ctimeNs),
+    };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+/** Same file, unchanged. An identity without a ctime (an older record's) matches nothing. */
+export function sameIdentity(a: SourceIdentity | undefined, b: SourceIdentity): boolean {
+  return (
+    a !== undefined &&
+    typeof b.ctimeNs === 'string' &&
+    a.dev === b.dev &&
+    a.ino === b.ino &&
+    a.size === b.size &&
+    a.mtimeNs === b.mtimeNs &&
+    a.ctimeNs === b.ctimeNs
+  );
+}
+
+/**
+ * Read size of fileSha256: two buffers of it are all the memory a staged file's check takes (a
+ * commit checks three files a segment in up to 16 partitions at once: at most 24 MiB).
+ */
+const HASH_READ_BYTES = 256 * 1024;
+
+/**
+ * sha256 of a whole file, streamed: the next read is under way while a chunk is hashed. `size`
+ * (when known) sizes the buffers: a small file's check allocates no MiB buffers (a commit of
+ * thousands of small segments would spend its time collecting them).
+ */
+export async function fileSha256(file: string, size = HASH_READ_BYTES): Promise<string> {
+  const h: Hash = createHash('sha256');
+  const fh = await open(file, 'r');
+  try {
+    // One byte more than the size: the read that finds the end comes without another buffer.
+    const n = Math.min(HASH_READ_BYTES, Math.max(size + 1, 1));
+    const bufs = [Buffer.allocUnsafe(n), Buffer.allocUnsafe(n)];
+    let pos = 0;
+    let i = 0;
+    let pending = fh.read(bufs[0], 0, n, 0);
+    for (;;) {
+      const { bytesRead } = await pending;
+      if (bytesRead === 0) break;
+      pos += bytesRead;
+      const chunk = bufs[i].subarray(0, bytesRead);
+      i ^= 1;
+      pending = fh.read(bufs[i], 0, n, pos);
+      h.update(chunk);
+    }
+  } finally {
+    await fh.close();
+  }
+  return h.digest('hex');
+}
+
+/**
+ * The first staged file (by suffix) that is not the file prepare wrote: another inode or size, or
+ * other bytes than the sha256 in the record. `files` names each suffix's file (the commit's links
+ * to the staged files: exactly what the swap would rename in). undefined: all three are.
+ */
+export async function stagedFileMismatch(
+  record: StageRecord,
+  files: Record<string, string>,
+): Promise<{ suffix: string; what: 'inode' | 'size' | 'sha256' } | undefined> {
+  // The three files at once (their reads overlap); the first mismatch in STAGED order is reported.
+  const found = await Promise.all(
+    STAGED.map(async (s) => {
+      const want = record.files?.[s];
+      const st = statOrUndefined(files[s], { bigint: true });
+      if (!want || !st || String(st.ino) !== want.ino) return 'inode';
+      if (Number(st.size) !== want.size) return 'size';
+      if ((await fileSha256(files[s], want.size)) !== want.sha256) return 'sha256';
+      return undefined;
+    }),
+  );
+  const k = found.findIndex((w) => w !== undefined);
+  return k < 0 ? undefined : { suffix: STAGED[k], what: found[k]! };
+}
+
+/** sha256 of the size and the first and last SOURCE_SAMPLE_BYTES of `file` (all of a small one). */
+export async function sampleDigest(file: string, size: number): Promise<string> {
+  const h = createHash('sha256').update(`${size}\n`);
+  const fh = await open(file, 'r');
+  try {
+    const ranges =
+      size <= 2 * SOURCE_SAMPLE_BYTES
+        ? [[0, size]]
+        : [
+            [0, SOURCE_SAMPLE_BYTES],
+            [size - SOURCE_SAMPLE_BYTES, SOURCE_SAMPLE_BYTES],
+          ];
+    const buf = Buffer.allocUnsafe(Math.min(size, 2 * SOURCE_SAMPLE_BYTES));
+    for (const [at, n] of ranges) {
+      const { bytesRead } = await fh.read(buf, 0, n, at);
+      h.update(buf.subarray(0, bytesRead));
+    }
+  } finally {
+    await fh.close();
+  }
+  return h.digest('hex');
+}
+
+/** The record of `prefix` in a stage partition directory, or undefined (absent, unreadable, not ours). */
+export async function readStageRecord(
+  stagePartition: string,
+  baseOffset: bigint,
+): Promise<StageRecord | undefined> {
+  const seg = new SegmentFiles(stagePartition, baseOffset);
+  let r: StageRecord;
+  try {
+    r = JSON.parse(await readFile(seg.stageRecord, 'utf8')) as StageRecord;
+  } catch {
+    return undefined;
+  }
+  // Version 1 (before ctimeNs) is still read, so that it is discarded with its files as stale.
+  if (r?.tool !== 'seglift' || r.kind !== 'stage' || (r.version !== 1 && r.version !== 2)) return undefined;
+  if (r.prefix !== seg.prefix) return undefined;
+  return r;
+}
+
+/** Written under a temp name, fsynced and renamed: a record is whole or absent. */
+export async function writeStageRecord(stagePartition: string, record: StageRecord): Promise<void> {
+  const seg = new SegmentFiles(stagePartition, BigInt(record.prefix));
+  const pending = seg.file(STAGE_RECORD_SUFFIX + TMP_SUFFIX);
+  await writeWholeFile(pending, JSON.stringify(record), { sync: true });
+  await rename(pending, seg.stageRecord);
+  await fsyncDir(stagePartition);
+}
+
+/** Removes a staged segment: its record first (files without a record are unfinished anyway). */
+export async function discardStaged(stagePartition: string, baseOffset: bigint): Promise<void> {
+  const seg = new SegmentFiles(stagePartition, baseOffset);
+  await removeIfExists(seg.stageRecord);
+  for (const s of STAGED) {
+    await removeIfExists(seg.file(s));
+    await removeIfExists(seg.tmp(s));
+  }
+  await removeIfExists(seg.file(STAGE_RECORD_SUFFIX + TMP_SUFFIX));
+}
+
+/** Why a record cannot be used for the source as it is now, or undefined when it can. */
+export async function staleReason(
+  record: StageRecord,
+  logPath: string,
+  options: StageOptionsKey,
+  stagePartition: string,
+): Promise<'gone' | 'changed' | 'options' | 'staged-files' | undefined> {
+  const now = await sourceIdentity(logPath);
+  if (now === undefined) return 'gone';
+  if (!sameIdentity(now, record.source)) return 'changed';
+  if (JSON.stringify(record.options) !== JSON.stringify(options)) return 'options';
+  if (record.files !== null) {
+    const seg = new SegmentFiles(stagePartition, BigInt(record.prefix));
+    for (const s of STAGED) {
+      const want = record.files[s];
+      const st = statOrUndefined(seg.file(s), { bigint: true });
+      if (!want || !st || Number(st.size) !== want.size || String(st.ino) !== want.ino) return 'staged-files';
+    }
+  }
+  if ((await sampleDigest(logPath, now.size)) !== record.source.sampleSha256) return 'changed';
+  return undefined;
+}
+
+/** Base offsets with anything staged (records, staged or temp files) in a stage partition dir. */
+export async function stagedBases(
+  stagePartition: string,
+): Promise<{ recorded: bigint[]; unrecorded: bigint[] }> {
+  const names = await readdir(stagePartition).catch(() => [] as string[]);
+  const recorded = new Set<bigint>();
+  const any = new Set<bigint>();
+  for (const n of names) {
+    const base = offsetOfFileName(n);
+    if (base === undefined) continue;
+    any.add(base);
+    if (n.endsWith(STAGE_RECORD_SUFFIX)) recorded.add(base);
+  }
+  const sort = (xs: bigint[]) => xs.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return { recorded: sort([...recorded]), unrecorded: sort([...any].filter((b) => !recorded.has(b))) };
+}
+
+export interface StageDir {
+  /** Real path of the stage directory. */
+  root: string;
+  /** Real path of the log dir (or partition dir) it stages. */
+  logDir: string;
+  /** The log dir given is itself a partition directory (it holds segments). */
+  logDirIsPartition: boolean;
+}
+
+/** The marker's text: which log dir (real path) the stage dir serves. */
+function markerText(logDir: string): string {
+  return `${JSON.stringify({ tool: 'seglift', kind: 'stage-dir', logDir })}\n`;
+}
+
+/**
+ * The log dir a marker names, or undefined when it names none: JSON since it is compared, the
+ * first versions' one line `seglift stage dir for <real path>` too.
+ */
+function markedLogDir(text: string): string | undefined {
+  try {
+    const m = JSON.parse(text) as { tool?: unknown; kind?: unknown; logDir?: unknown };
+    if (m?.tool === 'seglift' && m.kind === 'stage-dir' && typeof m.logDir === 'string') return m.logDir;
+  } catch {}
+  return /^seglift stage dir for (\/.*)\n$/.exec(text)?.[1];
+}
+
+/**
+ * Checks (and with `create`, makes) a stage directory for `logDir`: on the same filesystem (the
+ * commit links staged files into the partition directories), neither inside nor containing it
+ * (a walk of the log dir would find the staged segments, and Kafka would try to load the
+ * directory: docs/kafka-format.md §11.1), and either new, empty, or marked `.seglift-stage` for
+ * this very log dir (the same real path): staged segments are found by their partition's path
+ * relative to it, so another log dir's prepare or commit would take them for its own (and
+ * discard those of partitions it lacks).
+ */
+export async function openStageDir(stageDir: string, logDir: string, create: boolean): Promise<StageDir> {
+  const log = await realpath(logDir).catch(() => {
+    throw new StageDirError(`log dir ${logDir} does not exist`, { file: logDir });
+  });
+  const stage = await realpathOfNearest(path.resolve(stageDir));
+  if (isInside(stage, log) || isInside(log, stage)) {
+    throw new StageDirError(
+      `stage dir ${stageDir} ${isInside(stage, log) ? 'is inside' : 'contains'} the log dir ${logDir}: choose a directory beside it on the same filesystem (a broker would try to load it as a partition, and a walk of the log dir would find the staged segments)`,
+      { file: stageDir },
+    );
+  }
+  // The nearest existing ancestor tells the filesystem of a stage dir not made yet.
+  let probe = stage;
+  while (!(await exists(probe))) probe = path.dirname(probe);
+  const [sDev, lDev] = [(await stat(probe)).dev, (await stat(log)).dev];
+  if (sDev !== lDev) {
+    throw new StageDirError(
+      `stage dir ${stageDir} is on another filesystem than the log dir ${logDir} (device ${sDev} vs ${lDev}): the commit moves staged files in with link(2) and rename(2), which work only within one filesystem`,
+      { file: stageDir },
+    );
+  }
+  const marker = path.join(stage, STAGE_DIR_MARKER);
+  // An empty stage dir, or one holding nothing but a marker that names no log dir, is (re)marked
+  // by a prepare.
+  let mark = false;
+  if (await exists(stage)) {
+    if (!(await stat(stage)).isDirectory())
+      throw new StageDirError(`stage dir ${stageDir} is not a directory`, { file: stageDir });
+    const others = (await readdir(stage)).filter((n) => n !== STAGE_DIR_MARKER);
+    if (!(await exists(marker))) {
+      if (others.length > 0)
+        throw new StageDirError(
+          `stage dir ${stageDir} is not empty and is not a seglift stage dir (no ${STAGE_DIR_MARKER}): refusing to write into it`,
+          { file: stageDir },
+        );
+      mark = true;
+    } else {
+      const marked = markedLogDir(await readFile(marker, 'utf8'));
+      if (marked === undefined) {
+        // Nothing but such a marker: a prepare that died while writing it (it is written in
+        // place), nothing staged yet, so nobody's work is at stake. With staged segments beside
+        // it we cannot tell whose they are, and guessing would let one log dir's commit take
+        // (or discard) another's: the operator decides.
+        if (others.length > 0)
+          throw new StageDirError(
+            `stage dir ${stageDir}: its ${STAGE_DIR_MARKER} does not say which log dir it was prepared for, and it holds staged files: if they are ${log}'s, write ${JSON.stringify(markerText(log).trim())} into ${marker}; else use another stage dir`,
+            { file: marker },
+          );
+        mark = true;
+      } else if (marked !== log) {
+        throw new StageDirError(
+          `stage dir ${stageDir} was prepared for the log dir ${marked}, not ${log} (${logDir}): one stage dir serves one log dir; give each its own`,
+          { file: stageDir },
+        );
+      }
+    }
+  } else if (!create) {
+    throw new StageDirError(`stage dir ${stageDir} does not exist: run --prepare first`, { file: stageDir });
+  } else mark = true;
+  if (mark && create) {
+    await mkdirp(stage);
+    await writeWholeFile(marker, markerText(log), { sync: true });
+    await fsyncDir(stage);
+  }
+  const logDirIsPartition = (await readdir(log)).some((n) => parseSegmentName(n) !== undefined);
+  return { root: stage, logDir: log, logDirIsPartition };
+}
+
+/**
+ * Where a partition directory's segments are staged: its path relative to the log dir (a
+ * partition dir given itself as the log dir keeps its name). A partition whose real path is not
+ * inside the log dir (linked in from another disk) has no place: StageDirError. Its relative path
+ * would lead out of the stage dir, and the commit's link(2) from the stage would cross filesystems;
+ * it is converted at the commit instead.
+ */
+export function stagePartitionDir(stage: StageDir, partitionDir: string): string {
+  if (stage.logDirIsPartition) return path.join(stage.root, path.basename(partitionDir));
+  const rel = path.relative(stage.logDir, partitionDir);
+  if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel))
+    throw new StageDirError(
+      `partition dir ${partitionDir} is not inside the log dir ${stage.logDir} (a partition linked in from elsewhere): it cannot be staged; the commit converts it with the broker stopped`,
+      { file: partitionDir },
+    );
+  return path.join(stage.root, rel);
+}
+
+/** Whether `partitionDir` (a real path) can be staged in `stage` (stagePartitionDir does not throw). */
+export function stageable(stage: StageDir, partitionDir: string): boolean {
+  if (stage.logDirIsPartition) return true;
+  const rel = path.relative(stage.logDir, partitionDir);
+  return !(rel === '' || rel.startsWith('..') || path.isAbsolute(rel));
+}
+
+/**
+ * Every stage partition directory holding something, relative to the stage root, for the commit
+ * to find staged segments whose partition or source is gone.
+ */
+export async function stagePartitionDirs(stage: StageDir): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (dir: string, depth: number) => {
+    const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+    if (entries.some((e) => e.isFile() && offsetOfFileName(e.name) !== undefined)) out.push(dir);
+    if (depth >= 4) return;
+    for (const e of entries) if (e.isDirectory()) await walk(path.join(dir, e.name), depth + 1);
+  };
+  await walk(stage.root, 0);
+  return out.sort();
+}
+
+/** The partition directory a stage partition directory stands for (stagePartitionDir reversed). */
+export function sourcePartitionDir(stage: StageDir, stagePartition: string): string {
+  return stage.logDirIsPartition
+    ? stage.logDir
+    : path.join(stage.logDir, path.relative(stage.root, stagePartition));
+}
