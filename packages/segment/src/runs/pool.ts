@@ -39,15 +39,16 @@ export type FromThread =
   | { type: 'done'; id: number; report: SegmentReport };
 
 /**
- * dist/conversion-thread.js next to this module (built), next to the chunk of a program's bundle
- * holding it (`dist/chunks/`, scripts/bundle.mjs), or next to src/ when running from sources.
+ * dist/conversion-thread.js: one level up from this module (built: dist/runs/pool.js), beside
+ * the chunk of a program's bundle holding it or one level up (`dist/chunks/`, scripts/bundle.mjs),
+ * or the package's dist/ when running from sources (src/runs/pool.ts).
  */
 export function conversionThreadPath(): string | undefined {
   const here = path.dirname(fileURLToPath(import.meta.url));
   for (const p of [
     path.join(here, 'conversion-thread.js'),
     path.join(here, '..', 'conversion-thread.js'),
-    path.join(here, '..', 'dist', 'conversion-thread.js'),
+    path.join(here, '..', '..', 'dist', 'conversion-thread.js'),
   ]) {
     if (existsSync(p)) return p;
   }
