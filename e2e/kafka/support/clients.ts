@@ -20,7 +20,7 @@ import { CACHE_DIR, describeRun, E2E_DIR, REPO_ROOT, type RunResult, run } from 
 import type { Isolation, Served, ServedRecord } from './records.js';
 
 export const CLIENTS_DIR = join(E2E_DIR, 'clients');
-/** The venv .ci/run makes for confluent-kafka (pip from PyPI). */
+/** The venv scripts/bootstrap.sh --tests makes for confluent-kafka (pip from PyPI). */
 export { CLIENTS_VENV };
 
 export interface Plan {

@@ -1,6 +1,7 @@
 /**
- * Everything outside the repository that the suite needs, each with why; .ci/run installs the
- * installable ones. Tests gate on these through `needs(...)` (requires.ts).
+ * Everything outside the repository that the suite needs, each with why; `bash
+ * scripts/bootstrap.sh --tests` installs the installable ones. Tests gate on these through
+ * `needs(...)` (requires.ts).
  */
 import { type ChildProcessByStdio, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
@@ -165,7 +166,7 @@ export async function holdLockAsABroker(
 
 /**
  * The Kafka cluster suite's clients besides Kafka's Java one (e2e/kafka/cluster.test.ts):
- * librdkafka through the confluent-kafka Python package, in the venv .ci/run makes (pip from
+ * librdkafka through the confluent-kafka Python package, in the venv scripts/bootstrap.sh --tests makes (pip from
  * PyPI; it bundles librdkafka), and franz-go, built with the Go toolchain from the Go module proxy.
  */
 export const CLIENTS_VENV =
@@ -173,7 +174,7 @@ export const CLIENTS_VENV =
 export const confluentKafka = requirement(
   'confluent-kafka',
   'the cluster suite reads the migrated topics with librdkafka (pip install confluent-kafka into ' +
-    'e2e/kafka/clients/.venv, as .ci/run does)',
+    'e2e/kafka/clients/.venv: bash scripts/bootstrap.sh --tests)',
   () =>
     spawnSync(path.join(CLIENTS_VENV, 'bin', 'python3'), ['-c', 'import confluent_kafka'], {
       stdio: 'ignore',

@@ -261,7 +261,7 @@ const nobodyId = (flag: string) =>
 const uid = nobodyId('-u');
 const gid = nobodyId('-g');
 // nobody must be able to reach the built CLI: a checkout under a root-only directory (mktemp -d
-// is 0700) cannot be run as nobody at all (.ci/run makes the checkout's parents searchable).
+// is 0700) cannot be run as nobody at all (scripts/bootstrap.sh --tests makes the checkout's parents searchable).
 const nobodyRunsCli = requirement(
   'running the built CLI as user nobody (root)',
   'EACCES is produced for real by a process that is not root (root ignores permissions)',
