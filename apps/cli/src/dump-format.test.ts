@@ -1,6 +1,13 @@
 import { CrcMismatchError, SegliftError } from '@seglift/format';
 import { describe, expect, it } from 'vitest';
-import { type BatchView, formatBatchLine, formatControl, formatRecordLine } from './dump-format.js';
+import {
+  type BatchView,
+  decodeUtf8,
+  formatBatchLine,
+  formatControl,
+  formatProducerSnapshotEntry,
+  formatRecordLine,
+} from './dump-format.js';
 import { ExitCode, exitCodeOf, formatError, UsageError } from './exit-codes.js';
 
 const v2: BatchView = {
@@ -87,5 +94,65 @@ describe('errors and exit codes', () => {
     expect(exitCodeOf(new UsageError('x'))).toBe(ExitCode.USAGE);
     expect(exitCodeOf(new SegliftError('INVALID_ARGUMENT', 'bad'))).toBe(ExitCode.USAGE);
     expect(exitCodeOf(new TypeError('bug'))).toBe(ExitCode.INTERNAL);
+  });
+});
+
+describe("payloads as Kafka's StringDecoder decodes them (new String(bytes, UTF_8))", () => {
+  const R = '\ufffd';
+  const dec = (...b: number[]) => decodeUtf8(Uint8Array.from(b));
+  // Each checked against the JDK (e2e/kafka/dump-log.test.ts compares whole dumps with Kafka's).
+  it.each([
+    ['an encoded surrogate is one malformed sequence', [0xed, 0xa0, 0x80], R],
+    ['a surrogate lead and a byte that ends it', [0xed, 0xa0, 0x41], `${R}A`],
+    ['a truncated surrogate at the end', [0xed, 0xa0], R],
+    ['a truncated 3-byte sequence at the end', [0xe1, 0x80], R],
+    ['an overlong 3-byte form', [0xe0, 0x80, 0x80], R + R + R],
+    ['above U+10FFFF', [0xf4, 0x90, 0x80, 0x80], R + R + R + R],
+    ['a truncated 4-byte sequence at the end', [0xf0, 0x90, 0x80], R],
+    ['a 4-byte lead, one continuation, then ASCII', [0xf0, 0x90, 0x41], `${R}A`],
+    ['C0 and C1 never lead', [0xc0, 0xaf], R + R],
+    ['a lone continuation byte', [0x41, 0x80, 0x42], `A${R}B`],
+    ['a byte order mark is kept', [0xef, 0xbb, 0xbf, 0x41], '\ufeffA'],
+    ['valid 4-byte', [0xf0, 0x9f, 0x98, 0x82], '\u{1f602}'],
+  ])('%s', (_what, bytes, text) => {
+    expect(dec(...bytes)).toBe(text);
+  });
+  it("differs from WHATWG's TextDecoder where Java's rules do", () => {
+    expect(new TextDecoder().decode(Uint8Array.from([0xed, 0xa0, 0x80]))).toBe(R + R + R);
+    expect(dec(0xed, 0xa0, 0x80)).toBe(R);
+  });
+});
+
+describe('producer snapshot entries (DumpLogSegments.dumpProducerIdSnapshot, Kafka 4)', () => {
+  const entry = {
+    producerId: 1000n,
+    producerEpoch: 3,
+    lastSequence: 41,
+    lastOffset: 9n,
+    offsetDelta: 4,
+    timestamp: 1_700_000_000_123n,
+    coordinatorEpoch: -1,
+    currentTxnFirstOffset: -1n,
+  };
+  it('an entry with a batch: its sequences, offsets and timestamp', () => {
+    expect(formatProducerSnapshotEntry(entry)).toBe(
+      'producerId: 1000 producerEpoch: 3 coordinatorEpoch: -1 currentTxnFirstOffset: OptionalLong.empty ' +
+        'lastTimestamp: 1700000000123 firstSequence: 37 lastSequence: 41 lastOffset: 9 offsetDelta: 4 timestamp: 1700000000123',
+    );
+  });
+  it('no batch (lastOffset -1), an open transaction; a first sequence that wraps', () => {
+    expect(
+      formatProducerSnapshotEntry({
+        ...entry,
+        lastOffset: -1n,
+        coordinatorEpoch: 5,
+        currentTxnFirstOffset: 8n,
+      }),
+    ).toBe(
+      'producerId: 1000 producerEpoch: 3 coordinatorEpoch: 5 currentTxnFirstOffset: OptionalLong[8] lastTimestamp: 1700000000123',
+    );
+    expect(formatProducerSnapshotEntry({ ...entry, lastSequence: 2, offsetDelta: 5 })).toContain(
+      'firstSequence: 2147483645 lastSequence: 2',
+    );
   });
 });

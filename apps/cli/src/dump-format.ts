@@ -2,6 +2,7 @@
  * kafka-dump-log output lines (docs/kafka-format.md §8.2, DumpLogSegments.printBatchLevel and dumpLog), built
  * from plain views so the wording is tested independently of the decoders.
  */
+import type { ProducerSnapshotEntry } from '@seglift/format';
 
 export type TimestampTypeName = 'NoTimestampType' | 'CreateTime' | 'LogAppendTime';
 
@@ -50,16 +51,156 @@ export interface RecordView {
   control?: string;
 }
 
-const utf8 = new TextDecoder('utf-8');
+// fatal: only valid input is decoded here (valid UTF-8 decodes the same everywhere); ignoreBOM:
+// a leading U+FEFF is kept, as Java keeps it.
+const validUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-/** Kafka's StringDecoder: `new String(bytes, UTF_8)`, malformed input replaced. */
+/**
+ * Kafka's StringDecoder, `new String(bytes, UTF_8)`: malformed input replaced by U+FFFD, one per
+ * malformed sequence as the JDK's String.decodeUTF8_UTF16 counts them, which is not WHATWG's
+ * TextDecoder count in every case (an encoded surrogate, ED A0 80, is one U+FFFD in Java, three
+ * in a browser). Valid input takes TextDecoder's fast path.
+ */
 export function decodeUtf8(bytes: Uint8Array): string {
-  return utf8.decode(bytes);
+  try {
+    return validUtf8.decode(bytes);
+  } catch {
+    return decodeUtf8AsJava(bytes);
+  }
+}
+
+const REPL = 0xfffd;
+const isCont = (b: number) => (b & 0xc0) === 0x80;
+
+/** The JDK's String.decodeUTF8_UTF16 with replacement, rule for rule (bytes unsigned here). */
+export function decodeUtf8AsJava(src: Uint8Array): string {
+  const out: number[] = [];
+  const sl = src.length;
+  let sp = 0;
+  while (sp < sl) {
+    const b1 = src[sp++] as number;
+    if (b1 < 0x80) {
+      out.push(b1);
+    } else if (b1 >= 0xc2 && b1 <= 0xdf) {
+      if (sp < sl) {
+        const b2 = src[sp] as number;
+        if (isCont(b2)) {
+          out.push(((b1 & 0x1f) << 6) | (b2 & 0x3f));
+          sp++;
+        } else out.push(REPL); // b2 is read again as the next sequence's start
+        continue;
+      }
+      out.push(REPL);
+      break;
+    } else if (b1 >= 0xe0 && b1 <= 0xef) {
+      if (sp + 1 < sl) {
+        const b2 = src[sp] as number;
+        const b3 = src[sp + 1] as number;
+        if ((b1 === 0xe0 && (b2 & 0xe0) === 0x80) || !isCont(b2) || !isCont(b3)) {
+          out.push(REPL);
+          // malformed3: the lead alone, or the lead and b2 when b2 could continue it.
+          sp += (b1 === 0xe0 && (b2 & 0xe0) === 0x80) || !isCont(b2) ? 0 : 1;
+        } else {
+          const c = ((b1 & 0x0f) << 12) | ((b2 & 0x3f) << 6) | (b3 & 0x3f);
+          // An encoded surrogate (ED A0..BF xx) is one malformed sequence of three bytes.
+          out.push(c >= 0xd800 && c <= 0xdfff ? REPL : c);
+          sp += 2;
+        }
+        continue;
+      }
+      if (sp < sl && ((b1 === 0xe0 && ((src[sp] as number) & 0xe0) === 0x80) || !isCont(src[sp] as number))) {
+        out.push(REPL);
+        continue;
+      }
+      out.push(REPL); // a truncated sequence at the end: one U+FFFD for what is left
+      break;
+    } else if (b1 >= 0xf0 && b1 <= 0xf7) {
+      if (sp + 2 < sl) {
+        const b2 = src[sp] as number;
+        const b3 = src[sp + 1] as number;
+        const b4 = src[sp + 2] as number;
+        const uc = ((b1 & 0x07) << 18) | ((b2 & 0x3f) << 12) | ((b3 & 0x3f) << 6) | (b4 & 0x3f);
+        if (!isCont(b2) || !isCont(b3) || !isCont(b4) || uc < 0x10000 || uc > 0x10ffff) {
+          out.push(REPL);
+          // malformed4: 1, 2 or 3 bytes (the lead included) make the malformed sequence.
+          if (
+            b1 > 0xf4 ||
+            (b1 === 0xf0 && (b2 < 0x90 || b2 > 0xbf)) ||
+            (b1 === 0xf4 && (b2 & 0xf0) !== 0x80) ||
+            !isCont(b2)
+          )
+            sp += 0;
+          else if (!isCont(b3)) sp += 1;
+          else sp += 2;
+        } else {
+          out.push(0xd800 + ((uc - 0x10000) >> 10), 0xdc00 + ((uc - 0x10000) & 0x3ff));
+          sp += 3;
+        }
+        continue;
+      }
+      const b2 = src[sp];
+      if (
+        b1 > 0xf4 ||
+        (b2 !== undefined &&
+          ((b1 === 0xf0 && (b2 < 0x90 || b2 > 0xbf)) || (b1 === 0xf4 && (b2 & 0xf0) !== 0x80) || !isCont(b2)))
+      ) {
+        out.push(REPL);
+        continue;
+      }
+      sp++;
+      out.push(REPL);
+      if (sp < sl && !isCont(src[sp] as number)) continue;
+      break;
+    } else {
+      out.push(REPL); // 80..C1, F8..FF: never a lead
+    }
+  }
+  let s = '';
+  for (let i = 0; i < out.length; i += 8192) s += String.fromCharCode(...out.slice(i, i + 8192));
+  return s;
 }
 
 /** Java's OptionalLong.toString, which is what kafka-dump-log prints for deleteHorizonMs. */
 function optionalLong(value: bigint | null): string {
   return value === null ? 'OptionalLong.empty' : `OptionalLong[${value}]`;
+}
+
+/** DefaultRecordBatch.decrementSequence: sequences wrap at Integer.MAX_VALUE. */
+function decrementSequence(sequence: number, decrement: number): number {
+  return sequence < decrement ? (0x7fffffff - ((decrement - sequence) | 0) + 1) | 0 : sequence - decrement;
+}
+
+/**
+ * One entry as Kafka 4's DumpLogSegments prints a producer snapshot's: the batch fields only when
+ * the entry has a batch (lastOffset >= 0, ProducerStateManager.readSnapshot's rule).
+ */
+export function formatProducerSnapshotEntry(e: ProducerSnapshotEntry): string {
+  const txn = optionalLong(e.currentTxnFirstOffset >= 0n ? e.currentTxnFirstOffset : null);
+  let line =
+    `producerId: ${e.producerId} producerEpoch: ${e.producerEpoch} coordinatorEpoch: ${e.coordinatorEpoch}` +
+    ` currentTxnFirstOffset: ${txn} lastTimestamp: ${e.timestamp}`;
+  if (e.lastOffset >= 0n)
+    line +=
+      ` firstSequence: ${decrementSequence(e.lastSequence, e.offsetDelta)} lastSequence: ${e.lastSequence}` +
+      ` lastOffset: ${e.lastOffset} offsetDelta: ${e.offsetDelta} timestamp: ${e.timestamp}`;
+  return line;
+}
+
+export function producerSnapshotEntryJson(file: string, e: ProducerSnapshotEntry): Record<string, unknown> {
+  const batch = e.lastOffset >= 0n;
+  return {
+    type: 'producerSnapshotEntry',
+    file,
+    producerId: e.producerId.toString(),
+    producerEpoch: e.producerEpoch,
+    coordinatorEpoch: e.coordinatorEpoch,
+    currentTxnFirstOffset: e.currentTxnFirstOffset >= 0n ? e.currentTxnFirstOffset.toString() : null,
+    lastTimestamp: e.timestamp.toString(),
+    firstSequence: batch ? decrementSequence(e.lastSequence, e.offsetDelta) : null,
+    lastSequence: batch ? e.lastSequence : null,
+    lastOffset: batch ? e.lastOffset.toString() : null,
+    offsetDelta: batch ? e.offsetDelta : null,
+  };
 }
 
 export function formatBatchLine(b: BatchView): string {

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { CompressionType, crc32 } from '@seglift/format';
+import { CompressionType, crc32, encodeProducerSnapshot } from '@seglift/format';
 import { needs, realFixtures, realSegmentLogs } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
 import { lines, run } from '../test-support/run.js';
@@ -354,5 +354,82 @@ describe('seglift inspect: odd batches', () => {
     );
     expect(out[4]).toMatch(/^\| offset: 9 LogAppendTime: 1555000000000 /);
     expect(r.stderr).toBe(`Non-consecutive offsets in ${path.resolve(file)}\n  7 is followed by 9\n`);
+  });
+});
+
+describe('seglift inspect: .snapshot (producer state, as DumpLogSegments prints it)', () => {
+  const entries = [
+    {
+      producerId: 1000n,
+      producerEpoch: 3,
+      lastSequence: 41,
+      lastOffset: 9n,
+      offsetDelta: 4,
+      timestamp: 1_700_000_000_123n,
+      coordinatorEpoch: -1,
+      currentTxnFirstOffset: -1n,
+    },
+    {
+      producerId: 7n,
+      producerEpoch: 0,
+      lastSequence: -1,
+      lastOffset: -1n,
+      offsetDelta: 0,
+      timestamp: 1_700_000_000_999n,
+      coordinatorEpoch: 5,
+      currentTxnFirstOffset: 8n,
+    },
+  ];
+
+  it('an entry a line; --json adds the version and the stored CRC', async () => {
+    const dir = tmpDir();
+    const file = path.join(dir, '00000000000000000010.snapshot');
+    const bytes = encodeProducerSnapshot(entries);
+    writeFileSync(file, bytes);
+    const r = await run(['inspect', file]);
+    expect([r.code, r.stderr]).toEqual([0, '']);
+    expect(lines(r.stdout)).toEqual([
+      `Dumping ${file}`,
+      'producerId: 1000 producerEpoch: 3 coordinatorEpoch: -1 currentTxnFirstOffset: OptionalLong.empty lastTimestamp: 1700000000123 firstSequence: 37 lastSequence: 41 lastOffset: 9 offsetDelta: 4 timestamp: 1700000000123',
+      'producerId: 7 producerEpoch: 0 coordinatorEpoch: 5 currentTxnFirstOffset: OptionalLong[8] lastTimestamp: 1700000000999',
+    ]);
+    const j = await run(['inspect', file, '--json']);
+    expect(j.code).toBe(0);
+    const objs = lines(j.stdout).map((l) => JSON.parse(l));
+    expect(objs[0]).toEqual({
+      type: 'producerSnapshot',
+      file,
+      version: 1,
+      crc: Buffer.from(bytes).readUInt32BE(2),
+      entries: 2,
+    });
+    expect(objs[2]).toEqual({
+      type: 'producerSnapshotEntry',
+      file,
+      producerId: '7',
+      producerEpoch: 0,
+      coordinatorEpoch: 5,
+      currentTxnFirstOffset: '8',
+      lastTimestamp: '1700000000999',
+      firstSequence: null,
+      lastSequence: null,
+      lastOffset: null,
+      offsetDelta: null,
+    });
+  });
+
+  it('a corrupt snapshot is a typed error naming the file (exit 1)', async () => {
+    const dir = tmpDir();
+    const file = path.join(dir, '00000000000000000010.snapshot');
+    const bytes = encodeProducerSnapshot(entries);
+    bytes[20] = (bytes[20] as number) ^ 1;
+    writeFileSync(file, bytes);
+    const r = await run(['inspect', file]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^error\\[CRC_MISMATCH\\]: CRC-32C mismatch: stored 0x[0-9a-f]{8}, computed 0x[0-9a-f]{8} \\(file ${file.replace(/[.]/g, '\\.')}, position 2\\)\n$`,
+      ),
+    );
   });
 });

@@ -1,11 +1,18 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { SegliftError, UnknownCodecError } from '@seglift/format';
+import { decodeProducerSnapshot, SegliftError, UnknownCodecError } from '@seglift/format';
 import { listSegments, statRegularFile } from '@seglift/segment';
 import { flag, intOpt, parse, requirePositionals } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
 import { decodeEntry } from '../decode.js';
-import { batchJson, formatBatchLine, formatRecordLine, recordJson } from '../dump-format.js';
+import {
+  batchJson,
+  formatBatchLine,
+  formatProducerSnapshotEntry,
+  formatRecordLine,
+  producerSnapshotEntryJson,
+  recordJson,
+} from '../dump-format.js';
 import { EXIT_CODES_HELP, ExitCode, formatError, isFsError, UsageError } from '../exit-codes.js';
 import { decodeOffsetIndexEntries, decodeTimeIndexEntries } from '../index-files.js';
 import { toJsonLine } from '../io.js';
@@ -25,7 +32,8 @@ export interface InspectOptions {
 const HELP = `Usage: seglift inspect <file|partition dir>... [options]
 
 Dump Kafka segment files the way kafka-dump-log.sh (DumpLogSegments) does: .log files batch by
-batch (record by record with --deep-iteration), .index and .timeindex entries. The output lines
+batch (record by record with --deep-iteration), .index and .timeindex entries, and the producer
+state snapshots (.snapshot) a broker or 'seglift tier-prepare' writes, entry by entry. The output lines
 use the same field names and formats, so scripts written for kafka-dump-log keep working.
 A partition directory (<topic>-<partition>) stands for every segment .log in it, oldest first;
 name its .index/.timeindex files to dump those. A directory holding no segment (a log dir: name
@@ -34,7 +42,9 @@ its partitions) is refused, exit 2.
 Options:
   --deep-iteration   print every record ('| offset: ...' lines); legacy wrappers show
                      the wrapper offset on the batch line and the inner offsets below it
-  --print-data-log   print keys and payloads as UTF-8 (implies --deep-iteration)
+  --print-data-log   print keys and payloads decoded as Kafka's StringDecoder does (UTF-8,
+                     one U+FFFD per malformed sequence as Java counts them; implies
+                     --deep-iteration)
   --verify-index     check every .index/.timeindex entry against the .log next to it;
                      mismatches go to stderr and make the exit code 1
   --max-bytes N      read at most N bytes of each .log (no trailing-bytes report then)
@@ -124,7 +134,7 @@ export async function inspect(
 async function inspectFile(file: string, ctx: CommandContext, options: InspectOptions): Promise<boolean> {
   const name = path.basename(file);
   const suffix = name.includes('.') ? name.slice(name.lastIndexOf('.')) : '';
-  if (['.log', '.index', '.timeindex'].includes(suffix)) {
+  if (['.log', '.index', '.timeindex', '.snapshot'].includes(suffix)) {
     // A file that cannot be dumped is said so alone, not after a 'Dumping' line; a FIFO or a
     // device is refused before it is opened (never a hang, never an empty dump).
     baseOffsetOfFile(file);
@@ -138,6 +148,8 @@ async function inspectFile(file: string, ctx: CommandContext, options: InspectOp
       return dumpIndex(file, ctx, options);
     case '.timeindex':
       return dumpTimeIndex(file, ctx, options);
+    case '.snapshot':
+      return dumpProducerSnapshot(file, ctx, options);
     default:
       await ctx.out.flush();
       ctx.err.line(`Ignoring unknown file ${file}`);
@@ -225,6 +237,39 @@ async function dumpLog(file: string, ctx: CommandContext, options: InspectOption
     for (const [a, b] of problems.gaps) err.line(`  ${a} is followed by ${b}`);
   }
   return ok;
+}
+
+/**
+ * A producer state snapshot as DumpLogSegments.dumpProducerIdSnapshot prints it (a line per
+ * entry); --json adds the file's version and stored CRC-32C. A corrupt snapshot is a typed error
+ * (exit 1), where Kafka prints its message and exits 0.
+ */
+async function dumpProducerSnapshot(
+  file: string,
+  ctx: CommandContext,
+  options: InspectOptions,
+): Promise<boolean> {
+  const bytes = await readFile(file);
+  let entries: ReturnType<typeof decodeProducerSnapshot>;
+  try {
+    entries = decodeProducerSnapshot(bytes);
+  } catch (e) {
+    if (e instanceof SegliftError) e.withContext({ file });
+    throw e;
+  }
+  if (options.json) {
+    // Both checked by the decode: the version it knows, the CRC it recomputed.
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const head = { version: view.getInt16(0), crc: view.getUint32(2), entries: entries.length };
+    ctx.out.line(toJsonLine({ type: 'producerSnapshot', file, ...head }));
+  }
+  for (const e of entries) {
+    const w = ctx.out.line(
+      options.json ? toJsonLine(producerSnapshotEntryJson(file, e)) : formatProducerSnapshotEntry(e),
+    );
+    if (w) await w;
+  }
+  return true;
 }
 
 function siblingLog(file: string): string {
