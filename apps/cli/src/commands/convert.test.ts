@@ -107,6 +107,29 @@ describe('seglift convert', () => {
     expect(table.stdout).toMatch(/0 conv\/1 copy\/0 skip\/0 fail/);
   });
 
+  it('in place: a segment left as it is keeps its records (recordsOut), an empty one is skipped as empty', async () => {
+    const dir = tmpDir();
+    const part = path.join(dir, 't-0');
+    const zstd = writeSegment(part, 0n, [
+      v2Batch(0n, 4, CompressionType.ZSTD),
+      v2Batch(4n, 3, CompressionType.ZSTD),
+    ]);
+    const empty = writeSegment(part, 7n, []);
+    const legacy = writeSegment(part, 8n, [encodeLegacyEntry(8n, { magic: 1, key: null, value: utf8('v') })]);
+    const r = await run(['convert', zstd, empty, legacy, '--codec', 'zstd', '--in-place', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const [a, b, c, summary] = lines(r.stdout).map((l) => JSON.parse(l));
+    expect([a.result, a.reason, a.recordsIn, a.recordsOut]).toEqual([
+      'skipped',
+      'already-target-codec',
+      7,
+      7,
+    ]);
+    expect([b.result, b.reason, b.recordsIn, b.recordsOut]).toEqual(['skipped', 'empty', 0, 0]);
+    expect([c.result, c.recordsIn, c.recordsOut]).toEqual(['converted', 1, 1]);
+    expect(summary).toMatchObject({ converted: 1, skipped: 2, recordsIn: 8, recordsOut: 8 });
+  });
+
   it('a failed --out conversion leaves no empty output directory', async () => {
     const dir = tmpDir();
     const bytes = readFileSync(mixedSegment(dir));
@@ -166,5 +189,27 @@ describe('seglift convert', () => {
     expect((await run(['convert', path.join(dir, 'notes.txt'), '--codec', 'zstd', '--out', dir])).code).toBe(
       2,
     );
+  });
+
+  it("--out is refused (exit 2, naming the flag) as the segment's own dir or over an earlier result", async () => {
+    const dir = tmpDir();
+    const src = writeSegment(path.join(dir, 't-0'), 0n, [v2Batch(0n, 1, CompressionType.GZIP)]);
+    const before = readFileSync(src);
+    const own = await run(['convert', src, '--out', path.join(dir, 't-0', '.')]);
+    expect([own.code, own.stdout]).toEqual([2, '']);
+    expect(lines(own.stderr)).toEqual([
+      `error: --out ${path.join(dir, 't-0')} is the directory of ${src}: give another directory, or --in-place to rewrite it where it is`,
+      "Run 'seglift convert --help' for usage.",
+    ]);
+    const out = path.join(dir, 'out');
+    expect((await run(['convert', src, '--out', out])).code).toBe(0);
+    const first = readFileSync(path.join(out, path.basename(src)));
+    const again = await run(['convert', src, '--out', out, '--codec', 'lz4']);
+    expect([again.code, again.stdout]).toEqual([2, '']);
+    expect(lines(again.stderr)[0]).toBe(
+      `error: --out ${out} already holds 00000000000000000000.log (an earlier result?): remove it, or give another directory`,
+    );
+    expect(readFileSync(path.join(out, path.basename(src))).equals(first)).toBe(true);
+    expect(readFileSync(src).equals(before)).toBe(true);
   });
 });

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { type LoadedConfig, type PipelineOptions, pipelineOptions } from '@seglift/config';
@@ -40,7 +40,9 @@ ${PIPELINE_HELP}
   --out DIR                 write <base>.log/.index/.timeindex into DIR; the input is untouched.
                             A segment already in the target codec is copied there as it is
                             (indexes rebuilt, verified) and reported 'copied'; a failed
-                            conversion leaves no directory of its own making behind
+                            conversion leaves no directory of its own making behind. DIR is
+                            not the segment's own directory, nor one holding an earlier
+                            result for it (both refused, exit 2)
   --in-place                replace the segment crash-safely (.swap files, then rename),
                             holding its log dir's .lock as a broker does (held by a running
                             broker: refused, exit 2)
@@ -95,6 +97,7 @@ export const convertCommand: Command = {
       const names = files.map((f) => path.basename(f));
       const dup = names.find((n, i) => names.indexOf(n) !== i);
       if (dup) throw new UsageError(`two inputs named ${dup} would collide in --out ${outDir}`, 'convert');
+      requireFreshOutDir(outDir, files);
     }
     const settings = await loadSettings('convert', p, ctx);
     const { config } = settings;
@@ -116,6 +119,32 @@ export const convertCommand: Command = {
     });
   },
 };
+
+/**
+ * --out is a directory of its own: never an input's partition dir (the result would stand for the
+ * segment beside it: --in-place is the way to rewrite there), and never one already holding an
+ * input's files (an earlier result is not replaced without a word). Exit 2, nothing written.
+ */
+function requireFreshOutDir(outDir: string, files: readonly string[]): void {
+  const real = (p: string) => (existsSync(p) ? realpathSync(p) : path.resolve(p));
+  const out = real(outDir);
+  for (const f of files) {
+    if (real(path.dirname(f)) === out)
+      throw new UsageError(
+        `--out ${outDir} is the directory of ${f}: give another directory, or --in-place to rewrite it where it is`,
+        'convert',
+      );
+    const stem = path.basename(f).slice(0, -'.log'.length);
+    const held = ['.log', '.index', '.timeindex']
+      .map((s) => `${stem}${s}`)
+      .find((n) => existsSync(path.join(out, n)));
+    if (held !== undefined)
+      throw new UsageError(
+        `--out ${outDir} already holds ${held} (an earlier result?): remove it, or give another directory`,
+        'convert',
+      );
+  }
+}
 
 /** Converts the segments one after the other; returns 1 when any failed. */
 export async function convert(

@@ -19,6 +19,7 @@ import { fsyncDir, mkdirp, removeIfExists, rename, SimulatedCrash } from '../fil
 import type { SegmentFiles } from '../files/names.js';
 import { assertCanKeepOwnership, ownershipOf } from '../files/ownership.js';
 import { assertNotInMarkedDir, assertSingleLink, requireSegment } from '../files/segment-file.js';
+import { markUnchanged } from '../rewrite/report.js';
 import {
   alreadyConverted,
   type NewFileAttributes,
@@ -100,8 +101,8 @@ export async function intoOutDir(c: Conversion, outDir: string): Promise<void> {
   await makeDir(c, src, dest);
   await rewrite(source, { settings: options, into: dest, attributes, report });
   await renameIntoPlace(c, dest);
-  report.result = copyOnly ? 'copied' : 'converted';
-  if (copyOnly) report.reason = 'already-target-codec';
+  if (copyOnly) markUnchanged(report, 'copied');
+  else report.result = 'converted';
 }
 
 /**
@@ -155,7 +156,7 @@ async function stageRewrite(
     mtimeNs: attributes.mtimeNs,
   };
   if (!options.force && (await alreadyConverted(source, options, report, digests.source))) {
-    c.skipped('already-target-codec');
+    markUnchanged(report, 'skipped');
     // Nothing to stage: a record saying so.
     await recordStaged({ ...record, withFiles: false });
     return;
@@ -284,7 +285,7 @@ async function rewriteInPlace(c: Conversion, seg: InPlaceSegment): Promise<boole
   const { options, report } = c;
   const source = new LocalSegmentSource(seg.src.log, seg.src.baseOffset);
   if (!options.force && (await alreadyConverted(source, options, report))) {
-    c.skipped('already-target-codec');
+    markUnchanged(report, 'skipped');
     return false;
   }
   // Only what is rewritten: a skip breaks no link.

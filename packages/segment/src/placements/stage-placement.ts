@@ -8,7 +8,7 @@ import { statNow } from '../files/fs-util.js';
 import { fsyncFile, link, mkdirp, removeIfExists, setMtime } from '../files/fsops.js';
 import { INDEX_SUFFIX, LOG_SUFFIX, SegmentFiles, TIMEINDEX_SUFFIX } from '../files/names.js';
 import { applyOwnership, type Ownership } from '../files/ownership.js';
-import type { SegmentReport } from '../rewrite/report.js';
+import { markUnchanged, type SegmentReport } from '../rewrite/report.js';
 import {
   assertIndexesFit,
   type NewFileAttributes,
@@ -149,8 +149,7 @@ export async function adoptStaged(s: StagedCommit): Promise<'absent' | 'stale' |
     Object.assign(report, record.counts);
     report.stage = 'committed';
     await discardStaged(stagePartition, src.baseOffset);
-    report.result = 'skipped';
-    report.reason = 'already-target-codec';
+    markUnchanged(report, 'skipped');
     return 'unchanged';
   }
   const files = record.files;

@@ -11,7 +11,7 @@ export interface SegmentReport {
   path: string;
   result: SegmentResult;
   /**
-   * Why skipped/failed: e.g. 'already-target-codec', 'active-segment', the error message. A
+   * Why skipped/failed: e.g. 'already-target-codec', 'empty', 'active-segment', the error message. A
    * commit's segment whose staged copy failed its check: what failed (stage 'corrupt').
    */
   reason?: string;
@@ -26,6 +26,7 @@ export interface SegmentReport {
   batchesIn: number;
   batchesOut: number;
   recordsIn: number;
+  /** Records written; a segment skipped as unchanged keeps its records: recordsIn (markUnchanged). */
   recordsOut: number;
   /** Shallow entries per `v<magic>/<codec>`, e.g. { 'v0/none': 10, 'v1/gzip': 2, 'v2/zstd': 5 }. */
   codecMixIn: Record<string, number>;
@@ -108,6 +109,18 @@ export function emptyReport(path: string): SegmentReport {
     durationMs: 0,
     throughputMBps: 0,
   };
+}
+
+/**
+ * A segment a rewrite would leave as it is (already in the target codec, or empty: a rolled
+ * segment that never got a batch), skipped in place or copied as it is: the reason says which,
+ * and a skipped one's records are counted as kept (recordsOut), so that a run's recordsIn and
+ * recordsOut match when nothing was lost.
+ */
+export function markUnchanged(report: SegmentReport, result: 'skipped' | 'copied'): void {
+  report.result = result;
+  report.reason = report.batchesIn === 0 ? 'empty' : 'already-target-codec';
+  if (result === 'skipped') report.recordsOut = report.recordsIn;
 }
 
 export function throughput(bytes: number, ms: number): number {
