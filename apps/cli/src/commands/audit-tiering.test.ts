@@ -28,8 +28,20 @@ describe('seglift audit: tiered storage', () => {
       .map((l) => JSON.parse(l))
       .filter((o) => o.type === 'partition');
     expect(Object.fromEntries(parts.map((p) => [p.topic, p.tiering]))).toEqual({
-      new: { closedSegments: 1, missingSnapshots: 0, segmentsWithoutEpoch: 0, tierable: true },
-      old: { closedSegments: 2, missingSnapshots: 2, segmentsWithoutEpoch: 2, tierable: false },
+      new: {
+        closedSegments: 1,
+        missingSnapshots: 0,
+        segmentsWithoutEpoch: 0,
+        epochsMissing: false,
+        tierable: true,
+      },
+      old: {
+        closedSegments: 2,
+        missingSnapshots: 2,
+        segmentsWithoutEpoch: 2,
+        epochsMissing: false,
+        tierable: false,
+      },
     });
     const text = await run(['audit', dir]);
     const shown = lines(text.stdout);
@@ -41,12 +53,43 @@ describe('seglift audit: tiered storage', () => {
     const prepared = await run(['tier-prepare', dir]);
     expect(prepared.code).toBe(0);
     expect(lines(prepared.stdout)).toEqual([
-      `${path.join(dir, 'new-0')}: 1 closed segments, 0 producer snapshots written`,
+      `${path.join(dir, 'new-0')}: 1 closed segment, 0 producer snapshots written`,
       `${path.join(dir, 'old-0')}: 2 closed segments, 2 producer snapshots written, leader epoch 5 extended down to the first segment`,
     ]);
     const after = await run(['audit', dir]);
     expect(lines(after.stdout).filter((l) => l.startsWith('tiered storage:'))).toEqual([
       'tiered storage: the closed segments of every topic (2) can be tiered as they are.',
+    ]);
+  });
+
+  it('only active segments: nothing to tier (not "every topic can be tiered")', async () => {
+    const dir = tmpDir();
+    for (const t of ['a-0', 'b-0']) writeSegment(path.join(dir, t), 0n, [v2Batch(0n, 1)]);
+    const r = await run(['audit', dir]);
+    expect(lines(r.stdout).filter((l) => l.startsWith('tiered storage:'))).toEqual([
+      'tiered storage: no closed segments yet (only active ones): nothing to tier.',
+    ]);
+  });
+
+  it('no leader-epoch-checkpoint entry: the advice tier-prepare will accept (start the broker once first)', async () => {
+    const dir = tmpDir();
+    const p = path.join(dir, 'legacy-0');
+    for (const o of [0n, 1n])
+      writeSegment(p, o, [encodeLegacyEntry(o, { magic: 1, key: null, value: utf8('v') })]);
+    const r = await run(['audit', dir]);
+    const shown = lines(r.stdout);
+    const at = shown.findIndex((l) => l.startsWith('tiered storage:'));
+    expect(shown.slice(at, at + 2)).toEqual([
+      "tiered storage: 1 of 1 topic cannot be tiered as they are (remote.storage.enable=true would copy none of their old segments): 1 partition has no leader-epoch-checkpoint entry, which 'seglift tier-prepare' needs: start the broker once (it writes one), stop it, then run 'seglift tier-prepare <log.dir>'.",
+      '  legacy: of 1 closed segment, 1 lacks its producer snapshot, 1 has no leader epoch, 1 partition without a leader-epoch-checkpoint entry',
+    ]);
+    // What tier-prepare says of the same partition: it refuses (exit 1), as audit said it would.
+    const t = await run(['tier-prepare', dir, '--dry-run']);
+    expect([t.code, lines(t.stdout)]).toEqual([
+      1,
+      [
+        `${p}: 1 closed segment, 1 producer snapshot missing, NO leader-epoch-checkpoint entry: start the broker once, stop it, run again`,
+      ],
     ]);
   });
 });

@@ -16,6 +16,8 @@ export interface TopicTiering {
   missingSnapshots: number;
   /** Closed segments with no leader epoch (wholly before the first leader-epoch-checkpoint entry). */
   segmentsWithoutEpoch: number;
+  /** Partitions with closed segments and no leader-epoch-checkpoint entry: tier-prepare refuses them. */
+  partitionsWithoutEpochs: number;
   tierable: boolean;
 }
 
@@ -24,6 +26,8 @@ export interface PartitionTiering {
   closedSegments: number;
   missingSnapshots: number;
   segmentsWithoutEpoch: number;
+  /** No leader-epoch-checkpoint entry: the broker must write one before tier-prepare can help. */
+  epochsMissing: boolean;
   tierable: boolean;
 }
 
@@ -45,6 +49,7 @@ export async function auditTiering(
       closedSegments: s.closedSegments,
       missingSnapshots: s.missingSnapshots.length,
       segmentsWithoutEpoch: s.segmentsBeforeFirstEpoch,
+      epochsMissing: s.epochsMissing,
       tierable: s.missingSnapshots.length === 0 && s.segmentsBeforeFirstEpoch === 0,
     });
     const t = topics.get(topic) ?? {
@@ -53,12 +58,14 @@ export async function auditTiering(
       closedSegments: 0,
       missingSnapshots: 0,
       segmentsWithoutEpoch: 0,
+      partitionsWithoutEpochs: 0,
       tierable: true,
     };
     t.partitions++;
     t.closedSegments += s.closedSegments;
     t.missingSnapshots += s.missingSnapshots.length;
     t.segmentsWithoutEpoch += s.segmentsBeforeFirstEpoch;
+    if (s.epochsMissing) t.partitionsWithoutEpochs++;
     t.tierable = t.missingSnapshots === 0 && t.segmentsWithoutEpoch === 0;
     topics.set(topic, t);
   }
@@ -71,19 +78,29 @@ const NAMED_TOPICS = 10;
 /**
  * The text lines: one summary line (a log dir of thousands of topics must not drown the
  * readiness lines), then each topic that cannot be tiered as it is, at most NAMED_TOPICS.
- * `tiered storage: 1 of 2 topics cannot be tiered as they are (KIP-405): ...`
+ * `tiered storage: 1 of 2 topics cannot be tiered as they are (KIP-405): ...`. The advice is
+ * what tier-prepare will accept: a partition without any leader epoch entry needs the broker to
+ * write one first (tier-prepare refuses it, exit 1).
  */
 export function tieringLines(topics: readonly TopicTiering[]): string[] {
   if (topics.length === 0) return [];
+  if (topics.every((t) => t.closedSegments === 0))
+    return ['tiered storage: no closed segments yet (only active ones): nothing to tier.'];
   const not = topics.filter((t) => !t.tierable);
   if (not.length === 0)
     return [
       `tiered storage: the closed segments of every topic (${topics.length}) can be tiered as they are.`,
     ];
+  const withoutEpochs = not.reduce((n, t) => n + t.partitionsWithoutEpochs, 0);
+  const advice =
+    withoutEpochs > 0
+      ? `${count(withoutEpochs, 'partition has', 'partitions have')} no leader-epoch-checkpoint entry, which ` +
+        `'seglift tier-prepare' needs: start the broker once (it writes one), stop it, then run ` +
+        `'seglift tier-prepare <log.dir>'.`
+      : `with the broker stopped, run 'seglift tier-prepare <log.dir>' first.`;
   const lines = [
-    `tiered storage: ${not.length} of ${topics.length} topics cannot be tiered as they are ` +
-      `(remote.storage.enable=true would copy none of their old segments): with the broker stopped, ` +
-      `run 'seglift tier-prepare <log.dir>' first.`,
+    `tiered storage: ${not.length} of ${count(topics.length, 'topic')} cannot be tiered as they are ` +
+      `(remote.storage.enable=true would copy none of their old segments): ${advice}`,
   ];
   for (const t of not.slice(0, NAMED_TOPICS)) {
     const lacks: string[] = [];
@@ -95,6 +112,8 @@ export function tieringLines(topics: readonly TopicTiering[]): string[] {
       lacks.push(
         `${t.segmentsWithoutEpoch} ${t.segmentsWithoutEpoch === 1 ? 'has' : 'have'} no leader epoch`,
       );
+    if (t.partitionsWithoutEpochs > 0)
+      lacks.push(`${count(t.partitionsWithoutEpochs, 'partition')} without a leader-epoch-checkpoint entry`);
     lines.push(`  ${t.topic}: of ${count(t.closedSegments, 'closed segment')}, ${lacks.join(', ')}`);
   }
   if (not.length > NAMED_TOPICS)

@@ -136,6 +136,32 @@ describe('seglift audit', () => {
     ]);
   });
 
+  it('EST. AFTER is the size each partition keeps: all of it where nothing is rewritten', async () => {
+    const dir = tmpDir();
+    writeSegment(path.join(dir, 'done-0'), 0n, [v2Batch(0n, 3, CompressionType.ZSTD)]);
+    writeSegment(path.join(dir, 'done-0'), 3n, [v2Batch(3n, 1, CompressionType.ZSTD)]);
+    const legacy = writeSegment(path.join(dir, 'old-0'), 0n, [legacyMessage(0n)]);
+    const active = writeSegment(path.join(dir, 'old-0'), 1n, [legacyMessage(1n)]);
+    const r = await run(['audit', dir, '--codec', 'zstd']);
+    const json = await run(['audit', dir, '--codec', 'zstd', '--json']);
+    const [done, old] = lines(json.stdout).map((l) => JSON.parse(l));
+    const doneBytes =
+      v2Batch(0n, 3, CompressionType.ZSTD).length + v2Batch(3n, 1, CompressionType.ZSTD).length;
+    expect([done.bytes, done.convertBytes, done.estimatedBytesAfter]).toEqual([doneBytes, 0, 0]);
+    expect([old.convertBytes, statSync(legacy).size]).toEqual([32, 32]);
+    const estAfter = (line: string | undefined) =>
+      line
+        ?.trim()
+        .split(/\s{2,}/)
+        .at(-1);
+    const table = lines(r.stdout);
+    expect(estAfter(table.find((l) => l.startsWith('done-0')))).toBe(`${doneBytes} B`);
+    // old-0 keeps its active segment as it is and rewrites the closed one (32 B of v0).
+    expect(estAfter(table.find((l) => l.startsWith('old-0')))).toBe(
+      `${statSync(active).size + old.estimatedBytesAfter} B`,
+    );
+  });
+
   it('never says ready when it read nothing: a missing path, an empty dir, an unreadable segment', async () => {
     const missing = await run(['audit', '/does/not/exist']);
     expect(missing.code).toBe(2);

@@ -514,7 +514,8 @@ export async function audit(dirs: string[], ctx: CommandContext, given: AuditOpt
         .join(' '),
       String(a.convertSegments),
       formatBytes(a.convertBytes),
-      formatBytes(a.estimatedBytesAfter),
+      // The partition after a migrate: what it keeps as it is, and the estimate of what it rewrites.
+      formatBytes(a.bytes - a.convertBytes + a.estimatedBytesAfter),
     ]);
     ctx.out.write(
       renderTable(

@@ -3,6 +3,7 @@ import { flag, parse, requirePositionals } from '../args.js';
 import type { Command } from '../command.js';
 import { EXIT_CODES_HELP, ExitCode } from '../exit-codes.js';
 import { toJsonLine } from '../io.js';
+import { count } from '../table.js';
 
 const HELP = `Usage: seglift tier-prepare <log.dir>... [options]
 
@@ -55,15 +56,15 @@ export const tierPrepareCommand: Command = {
         return;
       }
       const parts = [
-        `${r.closedSegments} closed segments`,
+        count(r.closedSegments, 'closed segment'),
         dryRun
-          ? `${r.missingSnapshots.length} producer snapshots missing`
-          : `${r.written.length} producer snapshots written`,
+          ? `${count(r.missingSnapshots.length, 'producer snapshot')} missing`
+          : `${count(r.written.length, 'producer snapshot')} written`,
       ];
       if (r.epochsExtended)
         parts.push(`leader epoch ${r.firstEpoch?.epoch} extended down to the first segment`);
       else if (dryRun && r.segmentsBeforeFirstEpoch > 0 && r.firstEpoch !== undefined)
-        parts.push(`${r.segmentsBeforeFirstEpoch} segments before the first leader epoch`);
+        parts.push(`${count(r.segmentsBeforeFirstEpoch, 'segment')} before the first leader epoch`);
       if (r.epochsMissing)
         parts.push('NO leader-epoch-checkpoint entry: start the broker once, stop it, run again');
       ctx.out.line(`${r.partitionDir}: ${parts.join(', ')}`);

@@ -92,6 +92,11 @@ export interface TieringState {
   firstEpoch?: EpochEntry;
   /** Closed segments that end before the first leader epoch entry (or all, with no entry). */
   segmentsBeforeFirstEpoch: number;
+  /**
+   * Closed segments and no leader epoch entry at all: tier-prepare cannot make the partition
+   * tierable until the broker has written one (audit gives that advice).
+   */
+  epochsMissing: boolean;
 }
 
 export async function tieringState(
@@ -116,6 +121,7 @@ export async function tieringState(
     missingSnapshots,
     firstEpoch,
     segmentsBeforeFirstEpoch,
+    epochsMissing: firstEpoch === undefined && closed.length > 0,
   };
 }
 
