@@ -1,4 +1,4 @@
-import type { SegmentReport } from '@seglift/segment';
+import { LogDirLockedError, type SegmentReport } from '@seglift/segment';
 import type { CommandContext } from './command.js';
 
 /** The rendered message of a SegliftError.toJSON(): detail plus file, position, offset. */
@@ -21,5 +21,19 @@ export function reportFailures(ctx: CommandContext, reports: SegmentReport[]): v
     if (r.result !== 'failed') continue;
     if (r.error) ctx.err.line(errorLine(r.error));
     else ctx.err.line(`error: ${r.path}: ${r.reason ?? 'failed'}`);
+  }
+}
+
+/**
+ * Runs `work`; a log dir a broker holds is reported with `advice`, what fits the command that met
+ * it (LogDirLockedError's own suggests --prepare, which only migrate has).
+ */
+export async function withLockAdvice<T>(advice: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (e) {
+    if (e instanceof LogDirLockedError && e.file !== undefined)
+      throw new LogDirLockedError(e.logDir, e.file, e.holderPid, advice);
+    throw e;
   }
 }

@@ -15,7 +15,7 @@ import {
 import { flag, parse, requirePositionals, str } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
 import { EXIT_CODES_HELP, ExitCode, UsageError } from '../exit-codes.js';
-import { reportFailures } from '../failures.js';
+import { reportFailures, withLockAdvice } from '../failures.js';
 import { toJsonLine } from '../io.js';
 import { ProgressBar } from '../progress.js';
 import {
@@ -162,7 +162,9 @@ export async function convert(
   // In place: the .lock of every log dir named, all before the first write (a missing segment
   // is reported by the conversion, which refuses it).
   const logDirs = convertOptions.inPlace
-    ? holdLogDirLocks(files.filter((f) => existsSync(f)).map((f) => logDirOfSegment(f)))
+    ? await withLockAdvice('stop it first, or write the result elsewhere with --out DIR', async () =>
+        holdLogDirLocks(files.filter((f) => existsSync(f)).map((f) => logDirOfSegment(f))),
+      )
     : { release() {} };
   try {
     for (const file of files) {

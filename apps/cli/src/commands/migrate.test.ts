@@ -447,10 +447,17 @@ function listing(dir: string): string[] {
 }
 
 describe('a log dir whose .lock someone else holds (a broker, another seglift)', () => {
-  const refused = (dir: string, pid?: number) =>
-    `error[LOG_DIR_LOCKED]: log dir ${dir} is locked${pid === undefined ? '' : ` by pid ${pid}`}: a Kafka broker (or another seglift) is running on it: stop it first, or use --prepare (file ${path.join(dir, '.lock')})\n`;
+  // The advice fits the command: only migrate has --prepare.
+  const advice = {
+    migrate: 'stop it first, or use --prepare',
+    commit: 'stop it first: the commit swaps in what --prepare staged',
+    convert: 'stop it first, or write the result elsewhere with --out DIR',
+    tierPrepare: 'stop it first (--dry-run reads without the lock)',
+  };
+  const refused = (dir: string, pid?: number, says = advice.migrate) =>
+    `error[LOG_DIR_LOCKED]: log dir ${dir} is locked${pid === undefined ? '' : ` by pid ${pid}`}: a Kafka broker (or another seglift) is running on it: ${says} (file ${path.join(dir, '.lock')})\n`;
 
-  it('migrate, migrate --commit and convert --in-place exit 2 with nothing touched; --prepare works', async () => {
+  it('migrate, migrate --commit, convert --in-place and tier-prepare exit 2 with nothing touched, each with its advice; --prepare works', async () => {
     const dir = logDir();
     const stage = path.join(tmpDir(), 'stage');
     const other = acquireLogDirLock(dir);
@@ -463,7 +470,9 @@ describe('a log dir whose .lock someone else holds (a broker, another seglift)',
         path.join(dir, 'orders-0', '00000000000000000000.log'),
         '--in-place',
       ]);
-      expect(inPlace).toEqual({ code: 2, stdout: '', stderr: refused(dir) });
+      expect(inPlace).toEqual({ code: 2, stdout: '', stderr: refused(dir, undefined, advice.convert) });
+      const tier = await run(['tier-prepare', dir]);
+      expect(tier).toEqual({ code: 2, stdout: '', stderr: refused(dir, undefined, advice.tierPrepare) });
       expect(listing(dir)).toEqual(before);
       // Beside a running broker: prepare writes only the stage dir.
       const prep = await run([
@@ -483,7 +492,7 @@ describe('a log dir whose .lock someone else holds (a broker, another seglift)',
       });
       expect(listing(dir)).toEqual(before);
       const commit = await run(['migrate', dir, '--commit', '--stage-dir', stage, '--codec', 'zstd']);
-      expect(commit).toEqual({ code: 2, stdout: '', stderr: refused(dir) });
+      expect(commit).toEqual({ code: 2, stdout: '', stderr: refused(dir, undefined, advice.commit) });
       expect(listing(dir)).toEqual(before);
     } finally {
       other.release();
@@ -528,7 +537,7 @@ describe('a log dir whose .lock someone else holds (a broker, another seglift)',
         expect(m).toEqual({ code: 2, stdout: '', stderr: refused(dir, holder.pid) });
         // A segment named through the link: the path as given names the log dir.
         const c = await run(['convert', path.join(dir, 't-0', '00000000000000000000.log'), '--in-place']);
-        expect(c).toEqual({ code: 2, stdout: '', stderr: refused(dir, holder.pid) });
+        expect(c).toEqual({ code: 2, stdout: '', stderr: refused(dir, holder.pid, advice.convert) });
         expect(listing(other)).toEqual(before);
       } finally {
         holder.stdin.end();

@@ -14,7 +14,7 @@ import {
 import { flag, intOpt, parse, requirePositionals, str } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
 import { EXIT_CODES_HELP, ExitCode, UsageError } from '../exit-codes.js';
-import { reportFailures } from '../failures.js';
+import { reportFailures, withLockAdvice } from '../failures.js';
 import { toJsonLine } from '../io.js';
 import { ProgressBar } from '../progress.js';
 import {
@@ -198,8 +198,13 @@ export async function migrateDirs(
   const run =
     phase === undefined
       ? (o: MigrateOptions) => migrate(dirs, o)
-      : (o: MigrateOptions) =>
-          (phase === 'prepare' ? prepareStage : commitStage)(dirs[0], { ...o, stageDir: stageDir! });
+      : phase === 'prepare'
+        ? (o: MigrateOptions) => prepareStage(dirs[0], { ...o, stageDir: stageDir! })
+        : // The commit swaps into the log dir: --prepare is done already, the broker must stop.
+          (o: MigrateOptions) =>
+            withLockAdvice('stop it first: the commit swaps in what --prepare staged', () =>
+              commitStage(dirs[0], { ...o, stageDir: stageDir! }),
+            );
   let result: MigrateResult & { counts?: StageCounts };
   try {
     result = await run({

@@ -2,6 +2,7 @@ import { type PartitionTieringResult, prepareTiering } from '@seglift/segment';
 import { flag, parse, requirePositionals } from '../args.js';
 import type { Command } from '../command.js';
 import { EXIT_CODES_HELP, ExitCode } from '../exit-codes.js';
+import { withLockAdvice } from '../failures.js';
 import { toJsonLine } from '../io.js';
 import { count } from '../table.js';
 
@@ -69,7 +70,10 @@ export const tierPrepareCommand: Command = {
         parts.push('NO leader-epoch-checkpoint entry: start the broker once, stop it, run again');
       ctx.out.line(`${r.partitionDir}: ${parts.join(', ')}`);
     };
-    for (const dir of dirs) await prepareTiering(dir, { dryRun, onPartition: report });
+    for (const dir of dirs)
+      await withLockAdvice('stop it first (--dry-run reads without the lock)', () =>
+        prepareTiering(dir, { dryRun, onPartition: report }),
+      );
     if (json) ctx.out.line(toJsonLine({ type: 'summary', written, blocked, mismatched, dryRun }));
     return blocked + mismatched > 0 ? ExitCode.SEGMENT_FAILED : ExitCode.OK;
   },

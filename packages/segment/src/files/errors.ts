@@ -37,11 +37,17 @@ export class LostLockError extends LockedError {}
 export class LogDirLockedError extends SegliftError {
   readonly logDir: string;
   readonly holderPid: number | undefined;
-  constructor(logDir: string, lockPath: string, holderPid: number | undefined) {
+  /** `advice`: what to do, as fits the command that met the lock (a front door may say its own). */
+  constructor(
+    logDir: string,
+    lockPath: string,
+    holderPid: number | undefined,
+    advice = 'stop it first, or use --prepare',
+  ) {
     const who = holderPid !== undefined && holderPid > 0 ? ` by pid ${holderPid}` : '';
     super(
       'LOG_DIR_LOCKED',
-      `log dir ${logDir} is locked${who}: a Kafka broker (or another seglift) is running on it: stop it first, or use --prepare`,
+      `log dir ${logDir} is locked${who}: a Kafka broker (or another seglift) is running on it: ${advice}`,
       { file: lockPath },
     );
     this.logDir = logDir;
