@@ -146,7 +146,7 @@ describe('loadConfig', () => {
     });
     expect(byPath['worker.concurency']).toEqual({
       path: 'worker.concurency',
-      message: 'unknown setting',
+      message: 'unknown setting; did you mean worker.concurrency?',
       source: `file ${yaml}`,
     });
     expect(byPath['worker.concurrency']).toMatchObject({

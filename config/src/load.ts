@@ -144,7 +144,16 @@ function issueProblems(issue: z.core.$ZodIssue, sources: Record<string, string>)
   if (issue.code === 'unrecognized_keys') {
     return issue.keys.map((k) => {
       const path = [...base, k].join('.');
-      return { path, message: 'unknown setting', source: sourceOf(path, sources) };
+      // Every setting has its variable: ENV_VARS names them all (a misspelt one gets the nearest).
+      const guess = nearest(
+        path,
+        ENV_VARS.map((v) => v.path),
+      );
+      return {
+        path,
+        message: `unknown setting${guess ? `; did you mean ${guess}?` : ''}`,
+        source: sourceOf(path, sources),
+      };
     });
   }
   const path = base.join('.');

@@ -47,6 +47,17 @@ describe('seglift (in-process)', () => {
       stderr: "error: unknown command 'explode'\nRun 'seglift --help' for usage.\n",
     });
   });
+
+  it('a mistyped command gets the nearest one', async () => {
+    expect((await run(['migrat'])).stderr).toBe(
+      "error: unknown command 'migrat'; did you mean migrate?\nRun 'seglift --help' for usage.\n",
+    );
+    expect((await run(['tier-prep', 'x'])).stderr).toMatch(
+      /^error: unknown command 'tier-prep'; did you mean tier-prepare\?\n/,
+    );
+    expect((await run(['inpsect'])).code).toBe(2);
+    expect((await run(['inpsect'])).stderr).toMatch(/did you mean inspect\?/);
+  });
 });
 
 // These run the built binary (pnpm build first); skipped when dist/ is missing.

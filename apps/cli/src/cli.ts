@@ -103,7 +103,15 @@ async function dispatch(argv: string[], ctx: CommandContext): Promise<number> {
     return ExitCode.OK;
   }
   const entry = COMMANDS.find((c) => c.name === name);
-  if (!entry) throw new UsageError(`unknown command '${name}'`);
+  if (!entry) {
+    // Loaded for the mistake only (start-up: bench/startup.bench.mjs).
+    const { nearest } = await import('@seglift/config');
+    const guess = nearest(
+      name,
+      COMMANDS.map((c) => c.name),
+    );
+    throw new UsageError(`unknown command '${name}'${guess ? `; did you mean ${guess}?` : ''}`);
+  }
   const command = await entry.load();
   if (rest.includes('--help') || rest.includes('-h')) {
     ctx.out.write(command.help);

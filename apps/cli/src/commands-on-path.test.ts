@@ -158,8 +158,11 @@ needs(built(...launchers), npm).it(
     const migrate = run('seglift', ['migrate', 'data', '--quiet']);
     expect(migrate.status, migrate.stderr).toBe(0);
     expect(migrate.stdout).toMatch(/converted 1 segment, skipped 1/);
-    for (const p of ['seglift-worker', 'seglift-watcher'])
+    for (const p of ['seglift-worker', 'seglift-watcher']) {
       expect(run(p, ['--help']).stdout).toMatch(`Usage: ${p} `);
+      // The same version as seglift's: each program reads its own package.json, packed beside it.
+      expect(run(p, ['--version']).stdout).toBe(`${version}\n`);
+    }
   },
   180_000,
 );

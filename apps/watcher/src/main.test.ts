@@ -1,4 +1,12 @@
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -32,7 +40,7 @@ function run(args: string[], env: Record<string, string>) {
 needs(dist).describe('seglift-watcher exit codes without Redis', () => {
   const env = { SEGLIFT_ROOTS: '/tmp', SEGLIFT_METRICS_PORT: '0' };
 
-  it('2 on a usage or configuration error, 0 for --help', async () => {
+  it('2 on a usage or configuration error, 0 for --help and --version', async () => {
     expect(await run(['--bogus'], env).exited).toBe(2);
     expect(await run(['--once', '--redis-timeout-ms', 'x'], env).exited).toBe(2);
     expect(await run(['--once'], { SEGLIFT_METRICS_PORT: '0' }).exited).toBe(2); // no roots
@@ -40,6 +48,11 @@ needs(dist).describe('seglift-watcher exit codes without Redis', () => {
     const help = run(['--help'], env);
     expect(await help.exited).toBe(0);
     expect(help.output()).toContain('--once [--wait]');
+    const version = run(['--version'], {});
+    expect(await version.exited).toBe(0);
+    expect(version.output()).toBe(
+      `${JSON.parse(readFileSync(join(repoRoot, 'apps/watcher/package.json'), 'utf8')).version}\n`,
+    );
   });
 
   it('2 when the metrics port is in use, naming the setting to change; --metrics-port is checked', async () => {

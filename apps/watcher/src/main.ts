@@ -4,7 +4,7 @@
  * (flags, config, logger, metrics server, Redis at start, exit codes) is @seglift/queue's
  * runQueueProgram.
  */
-import { realpathSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Config } from '@seglift/config';
 import type { Logger, SegliftMetrics } from '@seglift/observability';
@@ -35,6 +35,10 @@ type Run = Awaited<ReturnType<typeof loadRun>>;
 runQueueProgram({
   name: PROGRAM,
   help: HELP,
+  // package.json sits one level above src/ and dist/ (main.js, the entry, never a chunk).
+  version: () =>
+    (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
+      .version,
   options: OPTIONS,
   checkFlags: (values) => (values.wait && !values.once ? '--wait goes with --once' : undefined),
   configFlags: (values) => ({

@@ -53,6 +53,7 @@ Options:
                            9464 for seglift-worker, so both run on one host; 0: any free port)
   --log-level L            fatal|error|warn|info|debug|trace|silent (log.level)
   -h, --help               this text
+  -V, --version            the version
 
 ${describeSettings([
   ['roots', 'where segments are looked for (at least one; --root)'],

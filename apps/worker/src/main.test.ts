@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -31,7 +31,7 @@ async function until(cond: () => boolean, timeoutMs: number, what: string): Prom
 }
 
 describe('seglift-worker exit codes without Redis', () => {
-  needs(dist).it('2 on a usage or configuration error, 0 for --help', async () => {
+  needs(dist).it('2 on a usage or configuration error, 0 for --help and --version', async () => {
     const env = { SEGLIFT_ROOTS: '/tmp', SEGLIFT_METRICS_PORT: '0' };
     expect((await run(['--bogus'], env).exited).code).toBe(2);
     expect((await run(['--idle-ms', 'soon', '--exit-when-drained'], env).exited).code).toBe(2);
@@ -41,6 +41,11 @@ describe('seglift-worker exit codes without Redis', () => {
     const help = run(['--help'], env);
     expect((await help.exited).code).toBe(0);
     expect(help.output()).toContain('--exit-when-drained');
+    const version = run(['-V'], {});
+    expect((await version.exited).code).toBe(0);
+    expect(version.output()).toBe(
+      `${JSON.parse(readFileSync(join(repoRoot, 'apps/worker/package.json'), 'utf8')).version}\n`,
+    );
   });
 
   needs(dist).it(

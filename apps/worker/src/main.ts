@@ -7,12 +7,17 @@
  * 143 (SIGTERM) / 130 (SIGINT): the queue was not drained, so a parallel Job must not count this
  * pod as a success (one succeeded pod ends a Job without completions) and must replace it.
  */
+import { readFileSync } from 'node:fs';
 import { asInt, runQueueProgram, type StopSignal, signalExitCode } from '@seglift/queue';
 import { EXIT_OK, HELP, OPTIONS, PROGRAM } from './usage.js';
 
 runQueueProgram({
   name: PROGRAM,
   help: HELP,
+  // package.json sits one level above src/ and dist/ (main.js, the entry, never a chunk).
+  version: () =>
+    (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
+      .version,
   options: OPTIONS,
   checkFlags: (values) => {
     const idleMs = Number(values['idle-ms'] ?? 30_000);

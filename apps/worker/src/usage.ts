@@ -34,6 +34,7 @@ Options:
                            9465 for seglift-watcher, so both run on one host; 0: any free port)
   --log-level L            fatal|error|warn|info|debug|trace|silent (log.level)
   -h, --help               this text
+  -V, --version            the version
 
 ${describeSettings([
   ['roots', 'where the worker may read and rewrite (at least one; --root)'],

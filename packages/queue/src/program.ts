@@ -31,6 +31,7 @@ export const QUEUE_PROGRAM_OPTIONS = {
   'metrics-port': { type: 'string' },
   'log-level': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'V' },
 } as const satisfies FlagOptions;
 
 export type StopSignal = 'SIGTERM' | 'SIGINT';
@@ -64,6 +65,8 @@ export interface QueueProgramContext {
 export interface QueueProgram {
   name: MetricsProgram;
   help: string;
+  /** Its version (its package.json's), for --version. */
+  version(): string;
   /** Its flags (QUEUE_PROGRAM_OPTIONS and its own). */
   options: FlagOptions;
   /** A problem with its own flags (said as `<name>: <problem>`, exit 2), checked first. */
@@ -109,6 +112,10 @@ async function main(program: QueueProgram, argv: readonly string[]): Promise<num
   }
   if (values.help) {
     process.stdout.write(program.help);
+    return EXIT_OK;
+  }
+  if (values.version) {
+    process.stdout.write(`${program.version()}\n`);
     return EXIT_OK;
   }
   const problem = program.checkFlags?.(values);
