@@ -170,9 +170,59 @@ needs(redisServer, dist).describe('seglift-watcher --once --wait exit codes on a
           SEGLIFT_METRICS_PORT: '0',
         });
         expect(await p.exited, p.output()).toBe(0);
-        expect(p.output()).toMatch(/"prepareOnly":\[.*\],"msg":"queued 1 segments"/);
+        expect(p.output()).toMatch(/"prepareOnly":\[.*\],"msg":"queued 1 segment"/);
         expect(existsSync(join(stage, '.seglift-stage'))).toBe(true);
       } finally {
+        holder.stdin.end();
+        await exited;
+      }
+    },
+  );
+
+  needs(python3).it(
+    'every prepare job failed: no word of a prepared stage, and the summary names the cause',
+    async () => {
+      const name = `held-fail-${++n}`;
+      const logDir = join(tmp, name);
+      mkdirSync(join(logDir, 't-0'), { recursive: true });
+      for (const s of [seg(0), seg(100), seg(200)]) writeFileSync(join(logDir, 't-0', s), '');
+      const stage = join(tmp, `${name}-stage`);
+      const holder = await holdLockAsABroker(join(logDir, '.lock'));
+      const exited = new Promise((r) => holder.once('exit', r));
+      const conn = createRedis(redis.url);
+      // A worker whose roots do not hold the log dir: it refuses every job.
+      const message = `${logDir}/t-0: outside the roots`;
+      const worker = new Worker(
+        name,
+        async () => {
+          throw new UnrecoverableError(JSON.stringify({ code: 'PATH_OUTSIDE_ROOTS', message }));
+        },
+        { connection: conn, prefix: 'seglift' },
+      );
+      try {
+        const p = run(['--once', '--wait', '--stage-dir', stage], {
+          SEGLIFT_ROOTS: `${logDir},${stage}`,
+          SEGLIFT_REDIS_URL: redis.url,
+          SEGLIFT_QUEUE_NAME: name,
+          SEGLIFT_WORKER_ATTEMPTS: '1',
+          SEGLIFT_METRICS_PORT: '0',
+        });
+        expect(await p.exited, p.output()).toBe(1);
+        const logs = p
+          .output()
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l));
+        expect(logs.filter((l) => /prepared into the stage dir/.test(l.msg))).toEqual([]);
+        expect(logs.at(-1)).toMatchObject({
+          succeeded: 0,
+          failed: 2,
+          failedBy: { PATH_OUTSIDE_ROOTS: 2 },
+          msg: `run finished: all 2 segments failed: PATH_OUTSIDE_ROOTS (2): ${message}`,
+        });
+      } finally {
+        await worker.close();
+        conn.disconnect();
         holder.stdin.end();
         await exited;
       }

@@ -107,11 +107,16 @@ async function scanOnce(
     for (const r of result.refused) logger.error({ logDir: r.logDir }, `nothing queued: ${r.reason}`);
     return EXIT_USAGE;
   }
-  for (const p of result.prepared)
-    logger.info(
-      { logDir: p, stageDir: config.stageDir },
-      "a running broker's log dir: its segments were prepared into the stage dir; commit with the broker stopped: seglift migrate <log dir> --commit --stage-dir <stage dir>",
-    );
+  // Said only of what is so: queued (no wait), or prepared (some job done or staged before).
+  const preparedSome = !wait || result.succeeded + result.alreadyDone > 0;
+  if (preparedSome)
+    for (const p of result.prepared)
+      logger.info(
+        { logDir: p, stageDir: config.stageDir },
+        wait
+          ? "a running broker's log dir: its segments were prepared into the stage dir; commit with the broker stopped: seglift migrate <log dir> --commit --stage-dir <stage dir>"
+          : "a running broker's log dir: its segments are queued to be prepared into the stage dir; once done, commit with the broker stopped: seglift migrate <log dir> --commit --stage-dir <stage dir>",
+      );
   // As the worker logs the failure (err: code, message, file, position, offset): this line is
   // where the operator of a Job looks first. An error naming no file is about the job's segment.
   for (const f of result.failed)
@@ -125,6 +130,25 @@ async function scanOnce(
     logger.error({ jobId: a.id, segment: a.path }, 'segment still queued: no worker left to convert it');
   for (const u of result.unconverted)
     logger.error({ segment: u.path, reason: u.reason }, `segment not done after the run: ${u.reason}`);
+  // The failures by cause (their code), each with its first message: the summary names them.
+  const failedBy = new Map<string, number>();
+  const firstMessage = new Map<string, string>();
+  for (const f of result.failed) {
+    const code = f.failure.code ?? f.failure.name ?? 'ERROR';
+    failedBy.set(code, (failedBy.get(code) ?? 0) + 1);
+    if (!firstMessage.has(code)) firstMessage.set(code, f.failure.message);
+  }
+  const causes = (failed: number, by: Map<string, number>) => {
+    if (failed === 0) return '';
+    const total = result.succeeded + failed;
+    const which =
+      failed < total
+        ? `${failed} of ${total} segments`
+        : total === 1
+          ? 'its one segment'
+          : `all ${total} segments`;
+    return `: ${which} failed: ${[...by].map(([code, n]) => `${code} (${n}): ${firstMessage.get(code)}`).join('; ')}`;
+  };
   logger.info(
     {
       partitions: result.partitions,
@@ -136,8 +160,9 @@ async function scanOnce(
       lost: result.lost.length,
       abandoned: result.abandoned.length,
       ...(wait ? { notDone: result.unconverted.length } : {}),
+      ...(result.failed.length > 0 ? { failedBy: Object.fromEntries(failedBy) } : {}),
     },
-    wait ? 'run finished' : 'scan finished',
+    wait ? `run finished${causes(result.failed.length, failedBy)}` : 'scan finished',
   );
   // Bad segments win over lost or abandoned jobs: a rerun would fail on them again. A segment the
   // run left unconverted while its job said done is named and fails the run too.

@@ -111,7 +111,7 @@ export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
       alreadyDone: result.alreadyDone,
       ...(result.prepared.length > 0 ? { prepareOnly: result.prepared } : {}),
     },
-    `queued ${result.queued} segments`,
+    `queued ${result.queued} ${result.queued === 1 ? 'segment' : 'segments'}`,
   );
   if (!options.wait) return result;
 
