@@ -52,10 +52,19 @@ needs(redisServer).describe('watcher with a real Redis', () => {
   let redis: TestRedis;
   const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'seglift-watcher-')));
   let n = 0;
+  // The test workers' own connections (a Worker never closes a connection it was given): closed
+  // before Redis stops, or they reconnect to a dead port and print ioredis's unhandled errors.
+  const workerConns: ReturnType<typeof createRedis>[] = [];
+  const workerConnection = () => {
+    const c = createRedis(redis.url);
+    workerConns.push(c);
+    return c;
+  };
   beforeAll(async () => {
     redis = await startRedis();
   });
   afterAll(async () => {
+    for (const c of workerConns) c.disconnect();
     await redis?.stop();
     rmSync(tmp, { recursive: true, force: true });
   });
@@ -133,7 +142,7 @@ needs(redisServer).describe('watcher with a real Redis', () => {
         runs++;
         return { result: 'converted' };
       },
-      { connection: createRedis(redis.url), prefix: config.queue.prefix },
+      { connection: workerConnection(), prefix: config.queue.prefix },
     );
     const first = await enqueueSegments(queue, conn, config, ready);
     expect(first.rerun).toBe(0);
@@ -160,7 +169,7 @@ needs(redisServer).describe('watcher with a real Redis', () => {
         if (String(job.data.path).includes('bad-0')) throw new Error('{"code":"CRC_MISMATCH"}');
         return { result: 'converted' };
       },
-      { connection: createRedis(redis.url), prefix: config.queue.prefix },
+      { connection: workerConnection(), prefix: config.queue.prefix },
     );
     const cfg = { ...config, worker: { ...config.worker, attempts: 1 } };
     const r = await runOnce({ config: cfg, queue, redis: conn, wait: true, pollMs: 50 });
@@ -194,7 +203,7 @@ needs(redisServer).describe('watcher with a real Redis', () => {
         order.push(String(job.data.path).slice(root.length + 1));
         return { result: 'converted' };
       },
-      { connection: createRedis(redis.url), prefix: config.queue.prefix, autorun: false },
+      { connection: workerConnection(), prefix: config.queue.prefix, autorun: false },
     );
     // Polls and sweeps too rare to end the wait within the test's time: only the events can.
     const running = runOnce({ config, queue, redis: conn, wait: true, pollMs: 60_000, sweepMs: 60_000 });
@@ -220,7 +229,7 @@ needs(redisServer).describe('watcher with a real Redis', () => {
     files(join(root, 't-0'), [seg(0), seg(10), seg(20)]);
     // A connected worker stuck on a long conversion keeps the wait going past the timeout...
     const worker = new Worker(name, () => new Promise(() => {}), {
-      connection: createRedis(redis.url),
+      connection: workerConnection(),
       prefix: config.queue.prefix,
       concurrency: 1,
     });
