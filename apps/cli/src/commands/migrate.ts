@@ -1,5 +1,11 @@
 import path from 'node:path';
-import { type LoadedConfig, type PipelineOptions, pipelineOptions } from '@seglift/config';
+import {
+  conversionSettingsHelp,
+  describeSettings,
+  type LoadedConfig,
+  type PipelineOptions,
+  pipelineOptions,
+} from '@seglift/config';
 import {
   commitStage,
   formatReportTable,
@@ -76,6 +82,16 @@ how many segments were staged (or committed from the stage), converted at commit
 (and how many of those failed their check: staged files changed since the prepare, converted
 from the source instead, each named on stderr with a warning).
 'seglift audit' tells the stage space a prepare needs. Procedure: docs/operator-guide.md.
+
+${describeSettings([
+  ...conversionSettingsHelp(),
+  ['roots', 'when set, every <dir>, the backup dir and the stage dir must lie within them (none)'],
+  ['backupDir', '--backup-dir (none)'],
+  ['stageDir', '--stage-dir (none)'],
+  ['worker.concurrency', '--concurrency (CPU count)'],
+  ['readiness.requireRolled', 'false: an archive, its newest segments too (above) (true)'],
+  ['readiness.quietMs', 'archive: how long a newest segment must be unchanged (300000)'],
+])}
 
 Ctrl-C (or SIGTERM) stops handing out segments: the ones converting finish or roll back, the
 rest are left as they were (reported converted, rolled-back, not-started), and the exit code is
