@@ -34,21 +34,25 @@ describe('--help names every flag its command accepts', () => {
 });
 
 describe('--help names the SEGLIFT_* variable of every setting it reads (as the README says)', () => {
-  it('migrate', async () => {
-    const { ENV_VARS, conversionSettingsHelp } = await import('@seglift/config');
-    const { help } = await (COMMANDS.find((c) => c.name === 'migrate') as (typeof COMMANDS)[number]).load();
-    const paths = [
-      ...conversionSettingsHelp().map(([p]) => p),
+  const others: Record<string, string[]> = {
+    convert: ['roots', 'backupDir'],
+    migrate: [
       'roots',
       'backupDir',
       'stageDir',
       'worker.concurrency',
       'readiness.requireRolled',
       'readiness.quietMs',
-    ];
-    const missing = paths.filter(
-      (p) => !help.includes(`  ${p}, ${ENV_VARS.find((v) => v.path === p)?.env}\n`),
-    );
-    expect(missing).toEqual([]);
-  });
+    ],
+    audit: ['backupDir', 'worker.concurrency', 'readiness.requireRolled', 'readiness.quietMs'],
+  };
+  for (const [name, paths] of Object.entries(others))
+    it(name, async () => {
+      const { ENV_VARS, conversionSettingsHelp } = await import('@seglift/config');
+      const { help } = await (COMMANDS.find((c) => c.name === name) as (typeof COMMANDS)[number]).load();
+      const missing = [...conversionSettingsHelp().map(([p]) => p), ...paths].filter(
+        (p) => !help.includes(`  ${p}, ${ENV_VARS.find((v) => v.path === p)?.env}\n`),
+      );
+      expect(missing).toEqual([]);
+    });
 });

@@ -1,5 +1,12 @@
 import path from 'node:path';
-import { type FlagOptions, type LoadedConfig, loadConfigWithSources, pipelineOptions } from '@seglift/config';
+import {
+  conversionSettingsHelp,
+  describeSettings,
+  type FlagOptions,
+  type LoadedConfig,
+  loadConfigWithSources,
+  pipelineOptions,
+} from '@seglift/config';
 import {
   CONVERSION_SETTINGS,
   type ConversionSetting,
@@ -38,6 +45,14 @@ export function settingsHelp(names?: readonly ConversionSettingName[], column = 
     for (const t of text) lines.push(indent + t);
   }
   return lines.join('\n');
+}
+
+/**
+ * A pipeline command's "Settings it reads" section: the conversion settings, then `others`
+ * ([path, what]), each with its SEGLIFT_* variable.
+ */
+export function pipelineSettingsHelp(others: ReadonlyArray<readonly [string, string]>): string {
+  return describeSettings([...conversionSettingsHelp(), ...others]);
 }
 
 /** The parseArgs options every pipeline command (convert, migrate) shares. */

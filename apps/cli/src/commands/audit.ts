@@ -20,7 +20,13 @@ import { EXIT_CODES_HELP, ExitCode, formatError, isFsError, UsageError } from '.
 import { toJsonLine } from '../io.js';
 import { LogFileReader } from '../log-reader.js';
 import { ProgressBar } from '../progress.js';
-import { archiveHelp, loadSettings, PIPELINE_ARG_OPTIONS, PIPELINE_HELP } from '../settings.js';
+import {
+  archiveHelp,
+  loadSettings,
+  PIPELINE_ARG_OPTIONS,
+  PIPELINE_HELP,
+  pipelineSettingsHelp,
+} from '../settings.js';
 import { count, formatBytes, renderTable } from '../table.js';
 import { commonAncestor, noSegmentsMessage, resolveTargets } from '../targets.js';
 import {
@@ -78,6 +84,13 @@ ${PIPELINE_HELP}
   -h, --help                this text
 
 ${archiveHelp('audit')}
+
+${pipelineSettingsHelp([
+  ['backupDir', '--backup-dir (none)'],
+  ['worker.concurrency', '--concurrency (CPU count)'],
+  ['readiness.requireRolled', 'false: an archive, its newest segments too (above) (true)'],
+  ['readiness.quietMs', 'archive: how long a newest segment must be unchanged (300000)'],
+])}
 
 Magic 0/1 data that only segments migrate leaves alone hold (the active ones) is named, with what
 finishes the job. Files of an interrupted Kafka operation (.cleaned, .swap) are listed with the

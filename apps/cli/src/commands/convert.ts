@@ -22,6 +22,7 @@ import {
   loadSettings,
   PIPELINE_ARG_OPTIONS,
   PIPELINE_HELP,
+  pipelineSettingsHelp,
   settingsJson,
   settingsLine,
 } from '../settings.js';
@@ -56,6 +57,11 @@ ${PIPELINE_HELP}
 Sizes accept k/m/g suffixes. An invalid configuration (file, environment or flags) lists
 every problem and exits with 2; 'seglift config print' shows the settings without the flags.
 A progress bar is drawn on stderr when it is a terminal.
+
+${pipelineSettingsHelp([
+  ['roots', 'when set, every input, --out and the backup dir must lie within them (none)'],
+  ['backupDir', '--backup-dir, with --in-place only (none)'],
+])}
 
 ${EXIT_CODES_HELP}
 `;

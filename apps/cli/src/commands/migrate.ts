@@ -1,11 +1,5 @@
 import path from 'node:path';
-import {
-  conversionSettingsHelp,
-  describeSettings,
-  type LoadedConfig,
-  type PipelineOptions,
-  pipelineOptions,
-} from '@seglift/config';
+import { type LoadedConfig, type PipelineOptions, pipelineOptions } from '@seglift/config';
 import {
   commitStage,
   formatReportTable,
@@ -29,6 +23,7 @@ import {
   loadSettings,
   PIPELINE_ARG_OPTIONS,
   PIPELINE_HELP,
+  pipelineSettingsHelp,
   settingsJson,
   settingsLine,
 } from '../settings.js';
@@ -83,8 +78,7 @@ how many segments were staged (or committed from the stage), converted at commit
 from the source instead, each named on stderr with a warning).
 'seglift audit' tells the stage space a prepare needs. Procedure: docs/operator-guide.md.
 
-${describeSettings([
-  ...conversionSettingsHelp(),
+${pipelineSettingsHelp([
   ['roots', 'when set, every <dir>, the backup dir and the stage dir must lie within them (none)'],
   ['backupDir', '--backup-dir (none)'],
   ['stageDir', '--stage-dir (none)'],
