@@ -521,14 +521,18 @@ describe.skipIf(missing !== undefined)('Kafka as the oracle', () => {
     expect(prepared.summary?.failed).toBe(0);
     expect(prepared.summary?.stage?.staged).toBeGreaterThan(20);
     // What writes in the log dir is refused while the broker holds its .lock (issue 21).
-    for (const refusedArgs of [
-      ['--codec', 'zstd', '--quiet'],
-      ['--commit', ...args],
-    ]) {
+    // Each with the advice that fits it: a migrate can prepare instead, a commit needs the stop.
+    for (const [refusedArgs, advice] of [
+      [['--codec', 'zstd', '--quiet'], 'stop it first, or use --prepare'],
+      [['--commit', ...args], 'stop it first: the commit swaps in what --prepare staged'],
+    ] as const) {
       const r = await seglift(['migrate', logs, ...refusedArgs]);
       expect(r.code, describeRun(`seglift migrate ${refusedArgs[0]} beside Kafka 4`, r)).toBe(2);
       expect(r.stderr).toMatch(
-        /^error\[LOG_DIR_LOCKED\]: log dir \S+ is locked by pid \d+: a Kafka broker \(or another seglift\) is running on it: stop it first, or use --prepare/m,
+        new RegExp(
+          `^error\\[LOG_DIR_LOCKED\\]: log dir \\S+ is locked by pid \\d+: a Kafka broker \\(or another seglift\\) is running on it: ${advice} \\(file `,
+          'm',
+        ),
       );
       expect(r.stderr).toContain(`log dir ${logs} is locked by pid `);
     }

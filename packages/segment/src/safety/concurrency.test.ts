@@ -109,7 +109,8 @@ function onlyOneAtATime(runs: { code: number | null; stdout: string; stderr: str
   for (const r of runs) {
     if (r.code === 2) {
       expect(r.stderr).toMatch(
-        /^error\[LOG_DIR_LOCKED\]: log dir \S+ is locked: a Kafka broker \(or another seglift\) is running on it: stop it first, or use --prepare/,
+        // The advice is the command's: migrate's --prepare, convert's --out.
+        /^error\[LOG_DIR_LOCKED\]: log dir \S+ is locked: a Kafka broker \(or another seglift\) is running on it: stop it first, or (use --prepare|write the result elsewhere with --out DIR)/,
       );
       expect(segmentReports(r.stdout)).toEqual([]);
     } else {
