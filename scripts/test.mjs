@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // Runs the whole vitest suite, then the Kafka oracle suite (e2e/kafka, real brokers: alone, so its
-// JVMs do not slow the unit tests); lists every skipped test with its reason (and every test marked
+// JVMs do not slow the unit tests), then the Kubernetes suite (e2e/k8s, a real single-node cluster);
+// lists every skipped test with its reason (and every test marked
 // as an expected failure), and ends with one plain line `Tests: N passed, N failed, N skipped` over
 // both that any CI can read, whatever the reporter prints above it. Exit code: 0 only if both runs
-// passed. `--kafka` runs the oracle suite only, `--unit` the unit suite only; other arguments go
-// to vitest.
+// passed. `--kafka` runs the oracle suite only, `--k8s` the Kubernetes suite only, `--unit` the unit
+// suite only; other arguments go to vitest.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,23 +14,24 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const vitest = join(root, 'node_modules/vitest/vitest.mjs');
-const kafkaOnly = process.argv.includes('--kafka');
-const unitOnly = process.argv.includes('--unit');
-const args = process.argv.slice(2).filter((a) => a !== '--kafka' && a !== '--unit');
-const runs = [
-  ...(kafkaOnly ? [] : [{ name: 'unit', config: 'vitest.config.ts' }]),
-  ...(unitOnly ? [] : [{ name: 'kafka', config: 'e2e/kafka/vitest.config.ts' }]),
+const SUITES = [
+  { name: 'unit', flag: '--unit', config: 'vitest.config.ts' },
+  { name: 'kafka', flag: '--kafka', config: 'e2e/kafka/vitest.config.ts' },
+  { name: 'k8s', flag: '--k8s', config: 'e2e/k8s/vitest.config.ts' },
 ];
+const chosen = SUITES.filter((s) => process.argv.includes(s.flag));
+const runs = chosen.length > 0 ? chosen : SUITES;
+const args = process.argv.slice(2).filter((a) => !SUITES.some((s) => s.flag === a));
 const total = { passed: 0, failed: 0, skipped: 0 };
 const skipped = [];
 const fails = [];
 let status = 0;
 for (const run of runs) {
-  // The unit run's report stays where it always was (.gitignored); the oracle's goes to tmp.
+  // The unit run's report stays where it always was (.gitignored); the e2e suites' go to tmp.
   const results =
     run.name === 'unit'
       ? join(root, '.vitest-results.json')
-      : join(tmpdir(), `seglift-vitest-kafka-${process.pid}.json`);
+      : join(tmpdir(), `seglift-vitest-${run.name}-${process.pid}.json`);
   rmSync(results, { force: true });
   const r = spawnSync(
     process.execPath,

@@ -1,0 +1,488 @@
+/**
+ * Kubernetes for real (issue 36): a single-node cluster started by the suite (scripts/k8s), the
+ * image built from the project's Dockerfile, and the two-phase Jobs of deploy/ run exactly as
+ * docs/operator-guide.md tells an operator, against a Kafka 4 broker pod whose volume holds
+ * genuine v0/v1 segments (written by Kafka 3.9, as the oracle suite does) and v2 gzip data.
+ * Run with `pnpm test:k8s` (or `pnpm test`), as root, after `bash scripts/k8s/setup.sh`.
+ */
+import {
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { needs, requirement } from '@seglift/testkit';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { template, ZkKafka } from '../kafka/support/brokers.js';
+import {
+  brokerUser,
+  chownTree,
+  E2E_DIR,
+  harnessClasses,
+  kafkaJars,
+  missingTools,
+  REPO_ROOT,
+} from '../kafka/support/env.js';
+import { diffServed, Harness, type Served, summarize, type TopicSpec } from '../kafka/support/records.js';
+import { treeDigest } from '../kafka/support/seglift.js';
+import { buildImage, Cluster, clusterParts, NODE } from './support/cluster.js';
+
+const K8S_DIR = join(REPO_ROOT, 'e2e/k8s');
+/** Strimzi's broker user: the broker pod runs as it and every file of its volume is its. */
+const BROKER_UID = 1001;
+const BROKER_GID = 0;
+const NS = 'kafka';
+const BROKER_POD = 'kafka-0';
+/** The two Jobs' names: deploy/two-phase's, with the overlay's nameSuffix (the broker pod). */
+const PREPARE = `seglift-prepare-${BROKER_POD}`;
+const COMMIT = `seglift-commit-${BROKER_POD}`;
+/** The target codec of deploy/common/configmap.yaml (attributes & 7 of a v2 batch: zstd = 4). */
+const ZSTD = 4;
+
+const java = requirement(
+  'a JDK 17+ and Maven',
+  'Kafka 3.9 writes the legacy segments, Kafka 4 serves them',
+  () => missingTools(),
+);
+const gate = needs(clusterParts, java);
+
+const legacy = (name: string, format: '0.9.0' | '0.10.0'): TopicSpec => ({
+  name,
+  partitions: 1,
+  mode: 'plain',
+  count: 1500,
+  // Small segments: several closed segments for the prepare to stage.
+  configs: [`message.format.version=${format}`, 'segment.bytes=24576', 'retention.ms=-1'],
+  producer: ['compression.type=gzip'],
+});
+/** Genuine magic 0 and magic 1 segments (gzip wrappers), written by Kafka 3.9. */
+const LEGACY: TopicSpec[] = [legacy('v0-gzip', '0.9.0'), legacy('v1-create-gzip', '0.10.0')];
+/** v2 batches, gzip, written by Kafka 4's producer into the broker pod. */
+const V2: TopicSpec = {
+  name: 'v2-gzip',
+  partitions: 1,
+  mode: 'headers',
+  count: 1500,
+  configs: ['internal.segment.bytes=32768', 'retention.ms=-1'],
+  producer: ['compression.type=gzip', 'enable.idempotence=true'],
+};
+/** Every kustomization under deploy/ (a Component is applied through the overlays that use it). */
+function kustomizations(dir = join(REPO_ROOT, 'deploy')): string[] {
+  const here = join(dir, 'kustomization.yaml');
+  const own = existsSync(here) && /^kind: Kustomization$/m.test(readFileSync(here, 'utf8')) ? [dir] : [];
+  const subdirs = readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory());
+  return [...own, ...subdirs.flatMap((e) => kustomizations(join(dir, e.name)))];
+}
+const TOPICS = [...LEGACY, V2].map((t) => t.name);
+const LEGACY_NAMES = new Set(LEGACY.map((t) => t.name));
+
+let tmp = '';
+let cluster: Cluster;
+let h4: Harness;
+/** The broker volume as the node sees it (the hostPath of its PersistentVolume). */
+let volume = '';
+let logDir = '';
+let overlay = '';
+let baseline: Served;
+let failed = false;
+const timings: string[] = [];
+
+async function timed<T>(what: string, f: () => Promise<T>): Promise<T> {
+  const start = Date.now();
+  const v = await f();
+  timings.push(`${what} ${((Date.now() - start) / 1000).toFixed(1)} s`);
+  return v;
+}
+
+/** The broker pod's IP once it is Ready (its advertised listener). */
+async function brokerReady(): Promise<string> {
+  await cluster.until(`${BROKER_POD} to exist`, 120_000, async () => {
+    const r = await cluster.kubectlRaw(['-n', NS, 'get', 'pod', BROKER_POD]);
+    return r.code === 0 ? true : undefined;
+  });
+  await cluster.wait(NS, `pod/${BROKER_POD}`, 'condition=Ready', 240);
+  const ip = await cluster.kubectl(['-n', NS, 'get', 'pod', BROKER_POD, '-o', 'jsonpath={.status.podIP}']);
+  return `${ip}:9092`;
+}
+
+async function scaleBroker(replicas: 0 | 1): Promise<string | undefined> {
+  await cluster.kubectl(['-n', NS, 'scale', 'statefulset/kafka', `--replicas=${replicas}`]);
+  if (replicas === 1) return brokerReady();
+  await cluster.wait(NS, `pod/${BROKER_POD}`, 'delete', 180);
+  return undefined;
+}
+
+/** Every file of the log dir but Kafka's own metadata log (which a running broker appends to). */
+function logDirDigest(): Record<string, string> {
+  const all = treeDigest(logDir);
+  return Object.fromEntries(Object.entries(all).filter(([p]) => !p.startsWith('__cluster_metadata-0/')));
+}
+
+/** What Kafka says when a log it loads is wrong (e2e/kafka's oracle list), and any ERROR. */
+const BROKER_PROBLEMS =
+  /Found invalid messages|Corruption found|Found a corrupted index file|CorruptRecordException|InvalidRecordException|KafkaStorageException| ERROR /;
+
+async function podPhase(): Promise<string> {
+  return cluster.kubectl(['-n', NS, 'get', 'pod', BROKER_POD, '-o', 'jsonpath={.status.phase}']);
+}
+
+/** The topic partitions of the log dir (Kafka's metadata log is not one: seglift leaves it). */
+function partitions(): string[] {
+  return readdirSync(logDir, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && e.name !== '__cluster_metadata-0')
+    .map((e) => e.name);
+}
+
+/** The closed segments of a partition: every .log but the newest (the active segment). */
+function rolledSegments(tp: string): string[] {
+  const logs = readdirSync(join(logDir, tp))
+    .filter((f) => f.endsWith('.log'))
+    .sort();
+  return logs.slice(0, -1).map((f) => join(logDir, tp, f));
+}
+
+/** magic and codec (attributes & 7) of every batch of a segment file. */
+function batches(file: string): { magic: number; codec: number }[] {
+  const b = readFileSync(file);
+  const out: { magic: number; codec: number }[] = [];
+  for (let pos = 0; pos + 17 <= b.length; ) {
+    const size = b.readInt32BE(pos + 8);
+    const magic = b[pos + 16];
+    // v0/v1: attributes after the 4-byte crc and magic; v2: after partitionLeaderEpoch, magic, crc.
+    const codec = magic === 2 ? b.readInt16BE(pos + 21) & 7 : b[pos + 17] & 7;
+    out.push({ magic, codec });
+    pos += 12 + size;
+  }
+  return out;
+}
+
+/** apply -k of the test overlay, selected by phase as the operator guide says. */
+async function applyPhase(selector: string): Promise<string> {
+  return cluster.kubectl(['apply', '-k', overlay, '-l', selector]);
+}
+
+gate.describe('Kubernetes: the image, a single-node cluster, the two-phase Jobs against a broker pod', () => {
+  beforeAll(async () => {
+    tmp = mkdtempSync('/var/tmp/seglift-k8s-e2e-');
+    // The broker user crosses it to reach its volume.
+    chmodSync(tmp, 0o755);
+    cluster = new Cluster(join(tmp, 'cluster'));
+    const jars4 = await kafkaJars('kafka4');
+    const jars3 = await kafkaJars('kafka3');
+    const log4j = join(E2E_DIR, 'config/log4j2-client.properties');
+    h4 = new Harness(jars4, await harnessClasses('kafka4', jars4), log4j);
+    const h3 = new Harness(jars3, await harnessClasses('kafka3', jars3), log4j);
+
+    // The cluster starts while the images build and Kafka 3.9 writes the legacy segments.
+    const up = timed('cluster up', () => cluster.up());
+    const images = timed('images', async () => [
+      await buildImage('seglift', REPO_ROOT),
+      await buildImage('kafka', jars4),
+    ]);
+    const legacyDir = join(tmp, 'legacy');
+    const zk = new ZkKafka(jars3, join(legacyDir, 'logs'), legacyDir, brokerUser());
+    try {
+      await timed('Kafka 3.9 legacy topics', async () => {
+        await zk.start();
+        const produced = await h3.script(zk.bootstrap, legacyDir, 'legacy', [
+          ...LEGACY.map((t) => `create ${t.name} ${t.partitions} ${t.configs.join(' ')}`),
+          ...LEGACY.map(
+            (t, i) => `produce ${t.name} ${t.mode} ${t.count} ${1000 + i} ${t.producer.join(' ')}`,
+          ),
+        ]);
+        for (const t of LEGACY) expect(produced).toContain(`produced ${t.name} ${t.count}`);
+      });
+    } finally {
+      await zk.stop();
+    }
+    await up;
+    const tars = await images;
+    for (const tar of tars) await timed(`import ${tar.split('/').at(-1)}`, () => cluster.import(tar));
+
+    // The broker's volume and the commit's backup volume: static PersistentVolumes (hostPath) the
+    // claims bind to, owned by the broker's user as its operator would leave them.
+    volume = join(tmp, 'volumes/data-kafka-0');
+    logDir = join(volume, 'data');
+    const backup = join(tmp, 'volumes/backup');
+    mkdirSync(volume, { recursive: true });
+    mkdirSync(backup, { recursive: true });
+    spawnChown(join(tmp, 'volumes'));
+    await cluster.kubectl(['apply', '-f', '-'], readFileSync(join(K8S_DIR, 'manifests/kafka.yaml'), 'utf8'));
+    await cluster.kubectl(['apply', '-f', '-'], volumes(volume, backup));
+    const server = template('kraft.properties', {
+      BROKER_PORT: 9092,
+      CONTROLLER_PORT: 9093,
+      LOG_DIR: '/var/lib/kafka/data',
+    })
+      .replace(/^listeners=.*$/m, 'listeners=PLAINTEXT://0.0.0.0:9092,CONTROLLER://127.0.0.1:9093')
+      .replace(/^advertised\.listeners=.*$/m, 'advertised.listeners=PLAINTEXT://@POD_IP@:9092');
+    writeFileSync(join(tmp, 'server.properties'), server);
+    await cluster.kubectl([
+      '-n',
+      NS,
+      'create',
+      'configmap',
+      'kafka-config',
+      `--from-file=server.properties=${join(tmp, 'server.properties')}`,
+      `--from-file=log4j2.properties=${join(E2E_DIR, 'config/log4j2-broker.properties')}`,
+    ]);
+
+    // Kafka 4 in its pod: the topics (so its metadata log has their ids) and the v2 data.
+    let bootstrap = await timed('broker pod Ready (format)', brokerReady);
+    await h4.script(bootstrap, tmp, 'create', [
+      ...LEGACY.map((t) => `create ${t.name} ${t.partitions} retention.ms=-1`),
+      `create ${V2.name} ${V2.partitions} ${V2.configs.join(' ')}`,
+      `produce ${V2.name} ${V2.mode} ${V2.count} 2000 ${V2.producer.join(' ')}`,
+    ]);
+    // The legacy segments move in while the pod is down, as in the oracle suite: Kafka 4's
+    // partition.metadata and leader-epoch-checkpoint stay, indexes are left for Kafka to rebuild.
+    await scaleBroker(0);
+    for (const t of LEGACY) {
+      const to = join(logDir, `${t.name}-0`);
+      const from = join(legacyDir, 'logs', `${t.name}-0`);
+      for (const f of readdirSync(to))
+        if (/\.(log|index|timeindex|snapshot|txnindex)$/.test(f)) unlinkSync(join(to, f));
+      for (const f of readdirSync(from)) if (f.endsWith('.log')) copyFileSync(join(from, f), join(to, f));
+    }
+    spawnChown(volume);
+    bootstrap = (await scaleBroker(1)) as string;
+    baseline = await h4.read(bootstrap, join(tmp, 'baseline.jsonl'), TOPICS);
+    for (const t of TOPICS) expect(baseline.records.get(`read_uncommitted ${t}-0`)?.length, t).toBe(1500);
+    for (const t of LEGACY)
+      expect(batches(rolledSegments(`${t.name}-0`)[0])[0].magic, t.name).toBeLessThan(2);
+
+    // The operator's copy of deploy/overlays/statefulset for this broker: its node filled in
+    // (the other values are this broker's already), the Strimzi user's security context.
+    overlay = join(tmp, 'overlay');
+    cpSync(join(REPO_ROOT, 'deploy/overlays/statefulset'), overlay, { recursive: true });
+    const brokerYaml = join(overlay, 'broker.yaml');
+    writeFileSync(brokerYaml, readFileSync(brokerYaml, 'utf8').replace(/^( {2}node:) .*$/m, `$1 ${NODE}`));
+    const kust = join(overlay, 'kustomization.yaml');
+    writeFileSync(
+      kust,
+      readFileSync(kust, 'utf8').replace(
+        '  - ../../two-phase',
+        `  - ${join(REPO_ROOT, 'deploy/two-phase')}\n  - ${join(REPO_ROOT, 'deploy/strimzi-user')}`,
+      ),
+    );
+  }, 1_800_000);
+
+  afterAll(async () => {
+    console.log(`k8s timings: ${timings.join(', ')}`);
+    if (cluster) await cluster.down();
+    if (tmp && !failed && process.env.KEEP_K8S_TMP === undefined)
+      rmSync(tmp, { recursive: true, force: true });
+    else if (tmp) console.error(`k8s: the scenario's files are kept in ${tmp}`);
+  }, 300_000);
+
+  const step = (name: string, body: () => Promise<void>) =>
+    it(name, async () => {
+      try {
+        await timed(name.split(':')[0], body);
+      } catch (e) {
+        failed = true;
+        throw e;
+      }
+    });
+
+  step('the image: its three programs run in a pod admitted under `restricted`', async () => {
+    const version = JSON.parse(readFileSync(join(REPO_ROOT, 'apps/cli/package.json'), 'utf8')).version;
+    const container = (name: string, args: string[]) => ({
+      name,
+      image: `seglift:${version}`,
+      args,
+      securityContext: {
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        capabilities: { drop: ['ALL'] },
+      },
+    });
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'seglift-image', namespace: NS },
+      spec: {
+        restartPolicy: 'Never',
+        automountServiceAccountToken: false,
+        securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
+        containers: [
+          container('cli', ['--version']),
+          container('worker', ['seglift-worker', '--help']),
+          container('watcher', ['seglift-watcher', '--help']),
+        ],
+      },
+    };
+    await cluster.kubectl(['apply', '-f', '-'], JSON.stringify(pod));
+    await cluster.wait(NS, 'pod/seglift-image', 'jsonpath={.status.phase}=Succeeded', 120);
+    const logs = async (c: string) => cluster.kubectl(['-n', NS, 'logs', 'seglift-image', '-c', c]);
+    expect((await logs('cli')).trim()).toBe(version);
+    expect(await logs('worker')).toMatch(/^Usage: seglift-worker /);
+    expect(await logs('watcher')).toMatch(/^Usage: seglift-watcher /);
+    await cluster.kubectl(['-n', NS, 'delete', 'pod', 'seglift-image']);
+  });
+
+  step(
+    'admission: every kustomization under deploy/ accepted by the API server (server-side apply, dry run), no Pod Security warning under `restricted`',
+    async () => {
+      // Their namespaces exist (as the operator's would), enforcing the restricted profile.
+      await cluster.kubectl(['create', 'namespace', 'seglift']);
+      await cluster.kubectl([
+        'label',
+        'namespace',
+        'seglift',
+        'pod-security.kubernetes.io/enforce=restricted',
+      ]);
+      const all = kustomizations();
+      expect(all.length).toBeGreaterThanOrEqual(6);
+      for (const k of all) {
+        const r = await cluster.kubectlRaw(['apply', '--server-side', '--dry-run=server', '-k', k]);
+        expect({ k, code: r.code, stderr: r.stderr }).toEqual({ k, code: 0, stderr: '' });
+        expect(r.stdout, k).toMatch(/serverside-applied \(server dry run\)/);
+      }
+    },
+  );
+
+  let staged = 0;
+
+  step(
+    'prepare: the Job runs beside the running broker pod on its node and completes, staging every rolled segment; the log dir is byte-identical',
+    async () => {
+      const before = logDirDigest();
+      const rolled = partitions().flatMap(rolledSegments).length;
+      await applyPhase('seglift.io/phase!=commit');
+      await cluster.wait(NS, `job/${PREPARE}`, 'condition=Complete', 300);
+      const pods = await cluster.json<{ items: { spec: { nodeName: string } }[] }>([
+        ...['-n', NS, 'get', 'pods', '-l', `job-name=${PREPARE}`],
+      ]);
+      expect(pods.items.map((p) => p.spec.nodeName)).toEqual([NODE]);
+      expect(await podPhase()).toBe('Running');
+      const logs = await cluster.jobLogs(NS, PREPARE);
+      staged = Number(
+        /stage: staged (\d+), already staged 0, changed while read 0, discarded 0/.exec(logs)?.[1],
+      );
+      expect(staged, logs).toBe(rolled);
+      expect(logs).toMatch(/failed 0/);
+      expect(logDirDigest()).toEqual(before);
+    },
+  );
+
+  step(
+    'commit while the broker pod runs: refused (exit 2, the broker lock seen across pods), the Job fails at once through its podFailurePolicy, nothing touched',
+    async () => {
+      const before = logDirDigest();
+      await applyPhase('seglift.io/phase=commit');
+      await cluster.wait(NS, `job/${COMMIT}`, 'condition=Failed', 300);
+      const job = await cluster.json<{
+        status: { conditions: { type: string; reason: string }[]; failed?: number };
+      }>(['-n', NS, 'get', `job/${COMMIT}`]);
+      expect(job.status.conditions.find((c) => c.type === 'Failed')?.reason).toBe('PodFailurePolicy');
+      expect(job.status.failed).toBe(1);
+      const pods = await cluster.json<{
+        items: { status: { containerStatuses: { state: { terminated?: { exitCode: number } } }[] } }[];
+      }>(['-n', NS, 'get', 'pods', '-l', `job-name=${COMMIT}`]);
+      expect(pods.items.map((p) => p.status.containerStatuses[0].state.terminated?.exitCode)).toEqual([2]);
+      expect(await cluster.jobLogs(NS, COMMIT)).toMatch(/LOG_DIR_LOCKED|lock/);
+      expect(await podPhase()).toBe('Running');
+      expect(logDirDigest()).toEqual(before);
+    },
+  );
+
+  step(
+    'commit once the broker pod is held (the guide: OnDelete, a node selector no node has, delete the pod): the Job completes; every rolled segment is v2 zstd, owned by the broker user with its mode',
+    async () => {
+      const modes = new Map<string, number>();
+      for (const f of partitions().flatMap(rolledSegments)) modes.set(f, statSync(f).mode);
+      // The failed Job goes first (its name is the commit's), as the guide says after a failure.
+      await cluster.kubectl(['-n', NS, 'delete', `job/${COMMIT}`, '--cascade=foreground', '--wait=true']);
+      await cluster.kubectl([
+        ...['-n', NS, 'patch', 'statefulset', 'kafka', '-p'],
+        '{"spec":{"updateStrategy":{"type":"OnDelete"}}}',
+      ]);
+      await cluster.kubectl([
+        ...['-n', NS, 'patch', 'statefulset', 'kafka', '-p'],
+        '{"spec":{"template":{"spec":{"nodeSelector":{"seglift.io/hold":"true"}}}}}',
+      ]);
+      await cluster.kubectl(['-n', NS, 'delete', 'pod', BROKER_POD], undefined, 200_000);
+      await cluster.until('the held broker pod to be Pending', 120_000, async () =>
+        (await podPhase()) === 'Pending' ? true : undefined,
+      );
+      await applyPhase('seglift.io/phase=commit');
+      await cluster.wait(NS, `job/${COMMIT}`, 'condition=Complete', 300);
+      const logs = await cluster.jobLogs(NS, COMMIT);
+      expect(logs).toMatch(`stage: committed from stage ${staged}, converted at commit 0, discarded 0`);
+      expect(logs).toMatch(/failed 0/);
+      const rolled = partitions().flatMap(rolledSegments);
+      expect(rolled.length).toBe(staged);
+      for (const f of rolled) {
+        const st = statSync(f);
+        expect({ f, uid: st.uid, gid: st.gid, mode: st.mode }).toEqual({
+          f,
+          uid: BROKER_UID,
+          gid: BROKER_GID,
+          mode: modes.get(f),
+        });
+        expect(
+          batches(f).filter((b) => b.magic !== 2 || b.codec !== ZSTD),
+          f,
+        ).toEqual([]);
+      }
+    },
+  );
+
+  step('the broker started again (hold off, pod deleted) serves every record as before', async () => {
+    await cluster.kubectl([
+      ...['-n', NS, 'patch', 'statefulset', 'kafka', '--type=json', '-p'],
+      '[{"op":"remove","path":"/spec/template/spec/nodeSelector/seglift.io~1hold"}]',
+    ]);
+    await cluster.kubectl(['-n', NS, 'delete', 'pod', BROKER_POD]);
+    const bootstrap = await brokerReady();
+    const revisions = await cluster.kubectl([
+      ...['-n', NS, 'get', 'statefulset', 'kafka', '-o'],
+      'jsonpath={.status.currentRevision} {.status.updateRevision}',
+    ]);
+    const [current, update] = revisions.split(' ');
+    expect(current).toBe(update);
+    await cluster.kubectl([
+      ...['-n', NS, 'patch', 'statefulset', 'kafka', '-p'],
+      '{"spec":{"updateStrategy":{"type":"RollingUpdate"}}}',
+    ]);
+    const after = await h4.read(bootstrap, join(tmp, 'after.jsonl'), TOPICS);
+    expect(summarize(diffServed(baseline, after, LEGACY_NAMES))).toBe('');
+    const log = (await cluster.kubectlRaw(['-n', NS, 'logs', BROKER_POD])).stdout;
+    expect(log.split('\n').filter((l) => BROKER_PROBLEMS.test(l))).toEqual([]);
+  });
+});
+
+function volumes(data: string, backup: string): string {
+  const pv = (name: string, path: string, size: string, claim: string) => `
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: ${name}
+spec:
+  capacity: { storage: ${size} }
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: ""
+  claimRef: { namespace: ${NS}, name: ${claim} }
+  hostPath: { path: ${path}, type: Directory }
+`;
+  return [
+    pv('kafka-0-data', data, '1Gi', 'data-kafka-0'),
+    // deploy/two-phase/backup-pvc.yaml asks for 500Gi ("size it like the broker's data").
+    pv('kafka-0-seglift-backup', backup, '500Gi', `seglift-backup-${BROKER_POD}`),
+  ].join('---');
+}
+
+function spawnChown(dir: string): void {
+  chownTree(dir, { uid: BROKER_UID, gid: BROKER_GID, name: 'broker' });
+}
