@@ -19,22 +19,24 @@ import {
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { needs, requirement } from '@seglift/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { template, ZkKafka } from '../kafka/support/brokers.js';
 import {
   brokerUser,
   chownTree,
+  describeRun,
   E2E_DIR,
   harnessClasses,
   kafkaJars,
   missingTools,
   REPO_ROOT,
+  run,
 } from '../kafka/support/env.js';
 import { diffServed, Harness, type Served, summarize, type TopicSpec } from '../kafka/support/records.js';
 import { treeDigest } from '../kafka/support/seglift.js';
-import { buildImage, Cluster, clusterParts, NODE } from './support/cluster.js';
+import { buildImage, Cluster, clusterParts, K8S_BIN, NODE } from './support/cluster.js';
 
 const K8S_DIR = join(REPO_ROOT, 'e2e/k8s');
 /** Strimzi's broker user: the broker pod runs as it and every file of its volume is its. */
@@ -121,10 +123,17 @@ async function scaleBroker(replicas: 0 | 1): Promise<string | undefined> {
   return undefined;
 }
 
-/** Every file of the log dir but Kafka's own metadata log (which a running broker appends to). */
+/**
+ * Every file of the log dir but what the running broker itself rewrites: its metadata log
+ * (appended to) and its log-dir-wide checkpoints (the recovery point moves on each flush).
+ * Every partition directory is in: segments, indexes, partition metadata, epoch checkpoints.
+ */
 function logDirDigest(): Record<string, string> {
-  const all = treeDigest(logDir);
-  return Object.fromEntries(Object.entries(all).filter(([p]) => !p.startsWith('__cluster_metadata-0/')));
+  return Object.fromEntries(
+    Object.entries(treeDigest(logDir)).filter(
+      ([p]) => !p.startsWith('__cluster_metadata-0/') && !/^[^/]*-checkpoint$/.test(p),
+    ),
+  );
 }
 
 /** What Kafka says when a log it loads is wrong (e2e/kafka's oracle list), and any ERROR. */
@@ -163,6 +172,44 @@ function batches(file: string): { magic: number; codec: number }[] {
     pos += 12 + size;
   }
   return out;
+}
+
+/**
+ * Runs the commands of the operator guide's first `sh` block after `marker`, for this broker
+ * (the guide's example is kafka-2), as an operator pastes them: each line in a shell, with the
+ * cluster's kubectl on PATH. The guide's own checks (a revision comparison) are asserted here.
+ */
+async function runGuide(marker: string): Promise<void> {
+  const guide = readFileSync(join(REPO_ROOT, 'docs/operator-guide.md'), 'utf8');
+  const at = guide.indexOf(marker);
+  expect(at, marker).toBeGreaterThan(0);
+  const block = /```sh\n([\s\S]*?)```/.exec(guide.slice(at))?.[1] ?? '';
+  const lines = block
+    .split('\n')
+    .map((l) => l.replace(/\s+#.*$/, '').trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
+  expect(lines.length, marker).toBeGreaterThan(2);
+  for (const line of lines) {
+    // A read (get, wait) may come a moment before the StatefulSet controller recreated the pod
+    // or updated its status: an operator looks again, so does this.
+    const read = / (get|wait) /.test(line);
+    const end = Date.now() + 60_000;
+    for (;;) {
+      const r = await run('bash', ['-c', line.replaceAll('kafka-2', BROKER_POD)], {
+        env: { ...process.env, PATH: `${K8S_BIN}:${process.env.PATH}`, KUBECONFIG: cluster.kubeconfig },
+        timeoutMs: 600_000,
+      });
+      // The guide's check before restoring the update strategy: the revisions are equal again.
+      const [current, update] = r.stdout.trim().split(' ');
+      const ok = r.code === 0 && (!line.includes('currentRevision') || current === update);
+      if (ok) break;
+      if (!read || Date.now() > end) {
+        expect(r.code, describeRun(line, r)).toBe(0);
+        expect(current, `${line}: the revisions`).toBe(update);
+      }
+      await new Promise((res) => setTimeout(res, 1000));
+    }
+  }
 }
 
 /** apply -k of the test overlay, selected by phase as the operator guide says. */
@@ -271,7 +318,8 @@ gate.describe('Kubernetes: the image, a single-node cluster, the two-phase Jobs 
       kust,
       readFileSync(kust, 'utf8').replace(
         '  - ../../two-phase',
-        `  - ${join(REPO_ROOT, 'deploy/two-phase')}\n  - ${join(REPO_ROOT, 'deploy/strimzi-user')}`,
+        // kustomize takes relative paths only.
+        `  - ${relative(overlay, join(REPO_ROOT, 'deploy/two-phase'))}\n  - ${relative(overlay, join(REPO_ROOT, 'deploy/strimzi-user'))}`,
       ),
     );
   }, 1_800_000);
@@ -286,6 +334,8 @@ gate.describe('Kubernetes: the image, a single-node cluster, the two-phase Jobs 
 
   const step = (name: string, body: () => Promise<void>) =>
     it(name, async () => {
+      // Each step starts where the one before left the cluster.
+      if (failed) throw new Error('not run: an earlier step failed');
       try {
         await timed(name.split(':')[0], body);
       } catch (e) {
@@ -403,18 +453,8 @@ gate.describe('Kubernetes: the image, a single-node cluster, the two-phase Jobs 
       for (const f of partitions().flatMap(rolledSegments)) modes.set(f, statSync(f).mode);
       // The failed Job goes first (its name is the commit's), as the guide says after a failure.
       await cluster.kubectl(['-n', NS, 'delete', `job/${COMMIT}`, '--cascade=foreground', '--wait=true']);
-      await cluster.kubectl([
-        ...['-n', NS, 'patch', 'statefulset', 'kafka', '-p'],
-        '{"spec":{"updateStrategy":{"type":"OnDelete"}}}',
-      ]);
-      await cluster.kubectl([
-        ...['-n', NS, 'patch', 'statefulset', 'kafka', '-p'],
-        '{"spec":{"template":{"spec":{"nodeSelector":{"seglift.io/hold":"true"}}}}}',
-      ]);
-      await cluster.kubectl(['-n', NS, 'delete', 'pod', BROKER_POD], undefined, 200_000);
-      await cluster.until('the held broker pod to be Pending', 120_000, async () =>
-        (await podPhase()) === 'Pending' ? true : undefined,
-      );
+      await runGuide('For a StatefulSet (a Helm chart');
+      expect(await podPhase()).toBe('Pending');
       await applyPhase('seglift.io/phase=commit');
       await cluster.wait(NS, `job/${COMMIT}`, 'condition=Complete', 300);
       const logs = await cluster.jobLogs(NS, COMMIT);
@@ -439,22 +479,8 @@ gate.describe('Kubernetes: the image, a single-node cluster, the two-phase Jobs 
   );
 
   step('the broker started again (hold off, pod deleted) serves every record as before', async () => {
-    await cluster.kubectl([
-      ...['-n', NS, 'patch', 'statefulset', 'kafka', '--type=json', '-p'],
-      '[{"op":"remove","path":"/spec/template/spec/nodeSelector/seglift.io~1hold"}]',
-    ]);
-    await cluster.kubectl(['-n', NS, 'delete', 'pod', BROKER_POD]);
+    await runGuide('**6. Start the broker.**');
     const bootstrap = await brokerReady();
-    const revisions = await cluster.kubectl([
-      ...['-n', NS, 'get', 'statefulset', 'kafka', '-o'],
-      'jsonpath={.status.currentRevision} {.status.updateRevision}',
-    ]);
-    const [current, update] = revisions.split(' ');
-    expect(current).toBe(update);
-    await cluster.kubectl([
-      ...['-n', NS, 'patch', 'statefulset', 'kafka', '-p'],
-      '{"spec":{"updateStrategy":{"type":"RollingUpdate"}}}',
-    ]);
     const after = await h4.read(bootstrap, join(tmp, 'after.jsonl'), TOPICS);
     expect(summarize(diffServed(baseline, after, LEGACY_NAMES))).toBe('');
     const log = (await cluster.kubectlRaw(['-n', NS, 'logs', BROKER_POD])).stdout;

@@ -46,6 +46,8 @@ wait_for() { # seconds what command...
 
 down() {
   [[ -d $DIR ]] || return 0
+  # Best effort, every step: one that finds nothing to remove must not stop the others.
+  set +e +o pipefail
   # The kubelet first (so it restarts nothing), then every container, then the rest.
   stop_pid kubelet
   if [[ -S $SOCK ]]; then
@@ -56,7 +58,7 @@ down() {
   for p in kube-scheduler kube-controller-manager kube-apiserver containerd etcd; do stop_pid "$p"; done
   # Shims outlive containerd: those of this run's containerd are found by its socket.
   for d in /proc/[0-9]*; do
-    if tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -q -- "-address $SOCK"; then kill -9 "${d#/proc/}" 2>/dev/null || true; fi
+    if { tr '\0' ' ' <"$d/cmdline"; } 2>/dev/null | grep -q -- "-address $SOCK"; then kill -9 "${d#/proc/}" 2>/dev/null || true; fi
   done
   # Mounts under the run dir (volumes, rootfs, shm), deepest first.
   grep -o " $DIR/[^ ]*" /proc/self/mountinfo | sort -r | uniq | while read -r m; do umount -l "$m" 2>/dev/null || true; done
@@ -100,6 +102,7 @@ down() {
   # The kubelet's links to this run's container logs, where /var/log/containers was there before.
   [[ -d /var/log/containers ]] && find /var/log/containers -lname "$DIR/*" -delete 2>/dev/null || true
   rm -rf "$DIR"
+  set -e -o pipefail
 }
 
 stop_pid() {
@@ -187,7 +190,8 @@ up() {
     --service-account-key-file "$DIR/pki/sa.pub" --service-account-signing-key-file "$DIR/pki/sa.key" \
     --service-account-issuer https://kubernetes.default.svc \
     --kubelet-client-certificate "$DIR/pki/apiserver-kubelet-client.crt" \
-    --kubelet-client-key "$DIR/pki/apiserver-kubelet-client.key" --profiling=false
+    --kubelet-client-key "$DIR/pki/apiserver-kubelet-client.key" --profiling=false \
+    --kubelet-preferred-address-types InternalIP
   local kc=(--kubeconfig "$DIR/admin.kubeconfig")
   wait_for 120 "the API server" "$bin/kubectl" "${kc[@]}" get --raw /readyz
   start_daemon kube-controller-manager "$bin/kube-controller-manager" "${kc[@]}" --leader-elect=false \

@@ -123,10 +123,15 @@ kafka)
   if [[ ! -s $tar ]]; then
     bash "$0" node-base >/dev/null
     c=$(buildah from "$NODE_BASE")
+    trap 'buildah rm "$c" >/dev/null 2>&1' EXIT
     m=$(buildah mount "$c")
     mkdir -p "$m/opt/java" "$m/opt/kafka/libs"
-    # -L: Debian's JDK links its config files into /etc/java-17-openjdk.
-    cp -aL "$java_home/." "$m/opt/java/"
+    # -L: Debian's JDK links its config files into /etc/java-17-openjdk; links to what is not
+    # installed (lib/src.zip) are left out.
+    cp -rL "$java_home/." "$m/opt/java/" 2>/dev/null || true
+    for f in bin/java lib/server/libjvm.so lib/modules conf/security/java.security; do
+      [[ -s $m/opt/java/$f ]] || { echo "images.sh: $java_home/$f was not copied" >&2; exit 1; }
+    done
     cp "$jars"/*.jar "$m/opt/kafka/libs/"
     buildah umount "$c" >/dev/null
     buildah config --env JAVA_HOME=/opt/java --env PATH=/opt/java/bin:/usr/local/bin:/usr/bin:/bin \
