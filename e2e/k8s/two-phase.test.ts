@@ -219,6 +219,16 @@ async function applyPhase(selector: string): Promise<string> {
 
 gate.describe('Kubernetes: the image, a single-node cluster, the two-phase Jobs against a broker pod', () => {
   beforeAll(async () => {
+    try {
+      await setUp();
+    } catch (e) {
+      failed = true;
+      throw e;
+    }
+  }, 1_800_000);
+
+  /** The cluster, the images, the broker pod with its legacy and v2 data, the baseline read. */
+  async function setUp(): Promise<void> {
     tmp = mkdtempSync('/var/tmp/seglift-k8s-e2e-');
     // The broker user crosses it to reach its volume.
     chmodSync(tmp, 0o755);
@@ -262,7 +272,7 @@ gate.describe('Kubernetes: the image, a single-node cluster, the two-phase Jobs 
     const backup = join(tmp, 'volumes/backup');
     mkdirSync(volume, { recursive: true });
     mkdirSync(backup, { recursive: true });
-    spawnChown(join(tmp, 'volumes'));
+    ownByBroker(join(tmp, 'volumes'));
     await cluster.kubectl(['apply', '-f', '-'], readFileSync(join(K8S_DIR, 'manifests/kafka.yaml'), 'utf8'));
     await cluster.kubectl(['apply', '-f', '-'], volumes(volume, backup));
     const server = template('kraft.properties', {
@@ -300,7 +310,7 @@ gate.describe('Kubernetes: the image, a single-node cluster, the two-phase Jobs 
         if (/\.(log|index|timeindex|snapshot|txnindex)$/.test(f)) unlinkSync(join(to, f));
       for (const f of readdirSync(from)) if (f.endsWith('.log')) copyFileSync(join(from, f), join(to, f));
     }
-    spawnChown(volume);
+    ownByBroker(volume);
     bootstrap = (await scaleBroker(1)) as string;
     baseline = await h4.read(bootstrap, join(tmp, 'baseline.jsonl'), TOPICS);
     for (const t of TOPICS) expect(baseline.records.get(`read_uncommitted ${t}-0`)?.length, t).toBe(1500);
@@ -322,7 +332,7 @@ gate.describe('Kubernetes: the image, a single-node cluster, the two-phase Jobs 
         `  - ${relative(overlay, join(REPO_ROOT, 'deploy/two-phase'))}\n  - ${relative(overlay, join(REPO_ROOT, 'deploy/strimzi-user'))}`,
       ),
     );
-  }, 1_800_000);
+  }
 
   afterAll(async () => {
     console.log(`k8s timings: ${timings.join(', ')}`);
@@ -509,6 +519,7 @@ spec:
   ].join('---');
 }
 
-function spawnChown(dir: string): void {
+/** Gives a tree to the broker's user, as the broker's own writes would leave it. */
+function ownByBroker(dir: string): void {
   chownTree(dir, { uid: BROKER_UID, gid: BROKER_GID, name: 'broker' });
 }

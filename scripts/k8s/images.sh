@@ -107,6 +107,9 @@ seglift)
   buildah build -q --layers --network host --build-arg "NODE_IMAGE=$NODE_BASE" \
     --iidfile "$ctx/.iid" -f "$ctx/Dockerfile" -t "docker.io/library/seglift:$version" "$ctx" >&2
   id=$(sed 's/^sha256://' "$ctx/.iid" | cut -c1-12)
+  # The layer cache is kept (untagged images), one set per source tree built: past a few builds'
+  # worth it is dropped whole, so the disk holds a bounded cache (the next build is then cold).
+  if (($(buildah images -q --filter dangling=true | wc -l) > 16)); then buildah rmi --prune >/dev/null 2>&1 || true; fi
   tar="$images/seglift-$version-$id.tar"
   if [[ ! -s $tar ]]; then
     rm -f "$images"/seglift-*.tar "$tar.tmp"
