@@ -60,7 +60,12 @@ export function writeList(file, buffers) {
  * output (v2 recompression).
  */
 export function floorInChild(spec) {
-  const script = `
+  return runChild([...childFlags, '--input-type=module', '-e', floorScript(spec)], '0').ms;
+}
+
+/** floorInChild's program: prints {ms, start, end} (start and end in ms since the epoch). */
+export function floorScript(spec) {
+  return `
     const { readFileSync } = await import('node:fs');
     const { CompressionType, compress, decompress } = await import(${JSON.stringify(formatDist)});
     const read = (file) => {
@@ -78,6 +83,9 @@ export function floorInChild(spec) {
       const z = compress(CompressionType.ZSTD, b, { level: 3, magic: 2 });
       decompress(CompressionType.ZSTD, z, { magic: 2, maxBytes: b.length });
     };
+    // Several children at once start together (startAt, ms since the epoch): their start-up is
+    // not counted, nor the order the OS happened to start them in.
+    if (spec.startAt) while (Date.now() < spec.startAt) await new Promise((r) => setTimeout(r, 1));
     const t = performance.now();
     let done = 0;
     for (let i = 0; i < spec.gzCount; i++) {
@@ -86,9 +94,9 @@ export function floorInChild(spec) {
       while (!spec.fromGzip && done < spec.rawCount && done * spec.gzCount <= i * spec.rawCount) zstd(raw[done++ % raw.length]);
     }
     for (; done < spec.rawCount && !spec.fromGzip; done++) zstd(raw[done % raw.length]);
-    console.log(JSON.stringify({ ms: performance.now() - t }));
+    const end = performance.now();
+    console.log(JSON.stringify({ ms: end - t, start: performance.timeOrigin + t, end: performance.timeOrigin + end }));
   `;
-  return runChild([...childFlags, '--input-type=module', '-e', script], '0').ms;
 }
 
 /** Uncompressed record bytes of `batches` (whole v2 batches, codec none). */

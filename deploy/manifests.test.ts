@@ -13,6 +13,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { validateConfig } from '@seglift/config';
+import { defaultConcurrency, memoryBoundMib } from '@seglift/segment';
 import {
   built,
   freePort,
@@ -87,6 +88,27 @@ const volume = (w: Obj, name: string): Obj => {
 const mounts = (c: Obj): Record<string, Obj> =>
   Object.fromEntries((c.volumeMounts as Obj[]).map((m) => [m.mountPath, m]));
 const envOf = (c: Obj): Record<string, Obj> => Object.fromEntries((c.env as Obj[]).map((e) => [e.name, e]));
+
+/**
+ * The conversion threads a seglift container runs by default: the default follows the container's
+ * limits (host.ts reads them from its cgroup: the CPU limit rounded up, the memory limit).
+ */
+function defaultThreadsOf(c: Obj, limitMiB: number): number {
+  const cpu = c.resources.limits.cpu as string | undefined;
+  // No CPU limit: as many cores as a large node has; the memory limit alone bounds the threads.
+  const cores =
+    cpu === undefined ? 256 : Math.ceil(cpu.endsWith('m') ? Number(cpu.slice(0, -1)) / 1000 : Number(cpu));
+  return defaultConcurrency({ cores, memoryBytes: limitMiB * 1024 * 1024 });
+}
+
+/** SEGLIFT_WORKER_CONCURRENCY, else the config file's worker.concurrency, else the default. */
+function threadsOf(docs: Obj[], w: Obj, c: Obj, limitMiB: number): number {
+  const env = (c.env as Obj[] | undefined)?.find((e) => e.name === 'SEGLIFT_WORKER_CONCURRENCY');
+  if (env !== undefined) return Number(env.value);
+  const configMap = (podSpec(w).volumes as Obj[]).find((v) => v.configMap)?.configMap.name;
+  const file = configMap && parseText(find(docs, 'ConfigMap', configMap).data['seglift.yaml'], configMap)[0];
+  return file?.worker?.concurrency ?? defaultThreadsOf(c, limitMiB);
+}
 
 describe('YAML files', () => {
   it('every file under deploy/ parses', () => {
@@ -217,6 +239,21 @@ describeWith(needs(kubectl), 'every rendered kustomization', () => {
           }
         });
       }
+
+      it('gives every converting container the memory of its conversion threads (200 MiB + 64 MiB a thread), the default ones too', () => {
+        for (const j of jobs)
+          for (const c of podSpec(j).containers as Obj[]) {
+            // The watcher only scans and queues: no conversion thread.
+            if (c.args?.[0] === 'seglift-watcher') continue;
+            const limitMiB = Number(/^(\d+)Mi$/.exec(c.resources.limits.memory)?.[1]);
+            const threads = threadsOf(docs, j, c, limitMiB);
+            expect(threads, j.metadata.name).toBeGreaterThanOrEqual(1);
+            expect(memoryBoundMib(threads), j.metadata.name).toBeLessThanOrEqual(limitMiB);
+            expect(memoryBoundMib(defaultThreadsOf(c, limitMiB)), j.metadata.name).toBeLessThanOrEqual(
+              limitMiB,
+            );
+          }
+      });
 
       it('runs the seglift image of kustomization.yaml in every Job; Job names fit the job-name label', () => {
         for (const j of jobs) {

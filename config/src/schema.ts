@@ -1,8 +1,12 @@
-import { availableParallelism } from 'node:os';
 import { isAbsolute } from 'node:path';
 import { DEFAULT_MAX_BATCH_BYTES } from '@seglift/format';
 import { DEFAULT_COALESCE_BYTES } from '@seglift/legacy';
-import { CONVERSION_SETTINGS, type ConversionSetting, type ConversionSettings } from '@seglift/segment';
+import {
+  CONVERSION_SETTINGS,
+  type ConversionSetting,
+  type ConversionSettings,
+  defaultConcurrency,
+} from '@seglift/segment';
 import * as z from 'zod/mini';
 import { useEnglishZodMessages } from './zod.js';
 
@@ -123,8 +127,12 @@ export const ConfigSchema = z.strictObject({
   ),
   worker: z.prefault(
     z.strictObject({
-      /** Conversions in parallel per worker process (each runs in its own worker thread). */
-      concurrency: z._default(positiveInt, Math.max(1, availableParallelism())),
+      /**
+       * Conversions in parallel per worker process (each runs in its own worker thread). Default:
+       * the host's cores (a cgroup CPU quota counted), as many as its memory (a cgroup limit
+       * counted) holds at 200 MiB + 64 MiB a thread (@seglift/segment's defaultConcurrency).
+       */
+      concurrency: z._default(positiveInt, defaultConcurrency()),
       /** Attempts for transient (I/O) failures; format errors fail at once. */
       attempts: z._default(positiveInt, 5),
       /** First retry delay; doubles each attempt. */

@@ -57,7 +57,7 @@ ${describeSettings([
   ['redis.url', 'the queue (redis://127.0.0.1:6379)'],
   ['queue.name', 'queue name (segments); the watcher must use the same'],
   ['queue.prefix', 'Redis key prefix (seglift)'],
-  ['worker.concurrency', '--concurrency (CPU count)'],
+  ['worker.concurrency', '--concurrency (the CPUs, as many as the memory holds)'],
   ['worker.lockDurationMs', "a job's lock; a killed worker's job is redone after about this long (30000)"],
   ['worker.stalledIntervalMs', 'how often stalled jobs are looked for (30000)'],
   ['worker.maxStalledCount', 'stalls before a job fails (5)'],

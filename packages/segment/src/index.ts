@@ -56,6 +56,14 @@ export {
 } from './rewrite/report.js';
 export { targetFormatOf } from './rewrite/target-format.js';
 export { type VerifyReport, verifySegment } from './rewrite/verify.js';
+export {
+  defaultConcurrency,
+  type HostLimits,
+  hostLimits,
+  memoryBoundMib,
+  PROCESS_MEMORY_MIB,
+  THREAD_MEMORY_MIB,
+} from './runs/host.js';
 export { type MigrateOptions, type MigrateResult, migrate } from './runs/migrate.js';
 export { ConversionPool } from './runs/pool.js';
 export { commitStage, prepareStage, type StageCounts } from './runs/two-phase.js';

@@ -76,7 +76,7 @@ ${PIPELINE_HELP}
   --include-active          count the active (last) segment as something migrate would change
                             (the broker is stopped and migrate will get --include-active too)
   --concurrency N           segments migrate converts at once, for the free-space figure
-                            (worker.concurrency, default: CPU count)
+                            (worker.concurrency, default: the CPUs the memory holds)
   --backup-dir DIR          where migrate will copy the originals (backupDir), for the backup
                             figure
   --json                    one NDJSON object per partition, the codec choices, then a summary

@@ -47,7 +47,7 @@ ${PIPELINE_HELP}
   --backup-dir DIR          copy every original to DIR/<partition>/ before replacing it
   --include-active          convert the active segments too, now (only with the broker stopped)
   --concurrency N           segments converted at the same time (worker.concurrency,
-                            default: CPU count)
+                            default: the CPUs, as many as the memory holds)
   --prepare                 two-phase, step 1, broker RUNNING: convert and verify every rolled
                             (non-active) segment of <dir> into --stage-dir; nothing in <dir> is
                             written, renamed or locked (its .lock is left to the broker); a segment deleted or replaced while it is

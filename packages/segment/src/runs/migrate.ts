@@ -1,5 +1,4 @@
 import { realpath } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { findPartitionSegments, type IgnoredDir, type SegmentFile } from '../discovery/discovery.js';
 import { quietAtStart, type ReadinessRules, readinessRules, splitReady } from '../discovery/readiness.js';
@@ -9,6 +8,7 @@ import { emptyReport, type RunSummary, type SegmentReport, summarize } from '../
 import { assertBackupDirOutside } from '../safety/backup.js';
 import { holdLogDirLocks } from '../safety/logdir-lock.js';
 import { realPathWithinRoots } from '../safety/roots.js';
+import { defaultConcurrency } from './host.js';
 import { ConversionPool, conversionThreadPath } from './pool.js';
 
 export interface MigrateProgress {
@@ -29,7 +29,7 @@ export interface MigrateOptions
    * 'still-changing'.
    */
   readiness?: ReadinessRules;
-  /** Parallel conversions (default: all cores). */
+  /** Parallel conversions (default: the host's cores, as many as its memory holds: host.ts). */
   concurrency?: number;
   /** 'threads' (default when dist/conversion-thread.js exists) or 'inline' (in process, one at a time). */
   mode?: 'threads' | 'inline';
@@ -192,7 +192,7 @@ export async function runConversions(
   const all = todo.map((_, i) => i);
   const main = plan.inMain ? all.filter((i) => plan.inMain!(i)) : [];
   const rest = plan.inMain ? all.filter((i) => !plan.inMain!(i)) : all;
-  const concurrency = options.concurrency ?? os.availableParallelism();
+  const concurrency = options.concurrency ?? defaultConcurrency();
   const lanes = (order: number[], size: number, run: (i: number) => Promise<void>) =>
     inLanes(order, size, run, signal);
   // The main thread's segments by partition: each lane takes a whole partition.

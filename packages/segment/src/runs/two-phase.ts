@@ -13,7 +13,6 @@
  */
 
 import { readdir } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import type { SegmentFile } from '../discovery/discovery.js';
 import { findReadySegments, readinessRules } from '../discovery/readiness.js';
@@ -39,6 +38,7 @@ import {
   stagePartitionDirs,
   staleReason,
 } from '../stage/stage.js';
+import { hostLimits } from './host.js';
 import { type MigrateOptions, type MigrateResult, plan, runConversions } from './migrate.js';
 
 export interface TwoPhaseOptions extends Omit<MigrateOptions, 'backupDir'> {
@@ -268,7 +268,7 @@ async function commit(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPha
               : { inPlace: true, fromStage: spOf[i] },
         inMain: (i) => fresh[i],
         partitionOf: (i) => spOf[i] ?? path.dirname(todo[i].path),
-        mainLanes: Math.max(options.concurrency ?? os.availableParallelism(), COMMIT_LANES),
+        mainLanes: Math.max(options.concurrency ?? hostLimits().cores, COMMIT_LANES),
         afterPartition: (is) => partitionLocks.finish(path.dirname(todo[is[0]].path)),
       },
       rest,

@@ -1,0 +1,90 @@
+/**
+ * What the host gives this process (cores and memory, a container's cgroup limits included) and
+ * how many conversion threads fit in it: the default of `--concurrency` / worker.concurrency.
+ * Node's os.availableParallelism() counts the CPUs the process may run on but not a cgroup's CPU
+ * quota (libuv before 1.49), so a pod limited to 2 CPUs on a 64-core node would start 64 threads,
+ * and 64 threads' memory would get a 512 MiB pod OOM-killed.
+ */
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+
+/**
+ * Peak RSS of a conversion process: at most PROCESS_MEMORY_MIB plus THREAD_MEMORY_MIB for each
+ * conversion thread. Measured by bench/scale-up on 16 cores (docs/benchmarks.md, "Scaling up"):
+ * 162-176 MiB at 1 thread, 671 MiB at 8 on v1 wrapper segments (the most per thread), 885 at 16;
+ * a thread holds about 45-60 MiB while all convert at once (its V8 heap, two read windows, the
+ * codecs' contexts and buffers). Issue 35 asks for 32 MiB a thread; until a thread needs that
+ * little, the default concurrency counts what it does need, so a pod is never OOM-killed.
+ */
+export const PROCESS_MEMORY_MIB = 200;
+export const THREAD_MEMORY_MIB = 64;
+
+/** The memory a run with `threads` conversion threads may use at its peak, in MiB. */
+export function memoryBoundMib(threads: number): number {
+  return PROCESS_MEMORY_MIB + THREAD_MEMORY_MIB * threads;
+}
+
+export interface HostLimits {
+  /** CPUs this process may use: the affinity mask's, lowered to a cgroup CPU quota (rounded up). */
+  cores: number;
+  /** Bytes of memory: the machine's, lowered to a cgroup memory limit. */
+  memoryBytes: number;
+}
+
+const MiB = 1024 * 1024;
+
+/** A cgroup file's first line, or undefined where it does not exist (no cgroup, other version). */
+function cgroupValue(root: string, file: string): string | undefined {
+  try {
+    return readFileSync(`${root}/${file}`, 'utf8').split('\n')[0].trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** A cgroup's CPU quota in CPUs (v2 cpu.max, else v1 cfs_quota/cfs_period), or undefined if none. */
+export function cgroupCpuQuota(root = '/sys/fs/cgroup'): number | undefined {
+  const v2 = cgroupValue(root, 'cpu.max');
+  if (v2 !== undefined) {
+    const [quota, period] = v2.split(/\s+/);
+    const q = Number(quota);
+    const p = Number(period ?? 100_000);
+    return quota !== 'max' && q > 0 && p > 0 ? q / p : undefined;
+  }
+  const q = Number(
+    cgroupValue(root, 'cpu/cpu.cfs_quota_us') ?? cgroupValue(root, 'cpu,cpuacct/cpu.cfs_quota_us'),
+  );
+  const p = Number(
+    cgroupValue(root, 'cpu/cpu.cfs_period_us') ?? cgroupValue(root, 'cpu,cpuacct/cpu.cfs_period_us'),
+  );
+  return q > 0 && p > 0 ? q / p : undefined;
+}
+
+/** A cgroup's memory limit in bytes (v2 memory.max, else v1 memory.limit_in_bytes), or undefined. */
+export function cgroupMemoryLimit(root = '/sys/fs/cgroup'): number | undefined {
+  const raw = cgroupValue(root, 'memory.max') ?? cgroupValue(root, 'memory/memory.limit_in_bytes');
+  const n = Number(raw);
+  // v1 says "no limit" with a page-rounded 2^63 - 1.
+  return raw !== undefined && raw !== 'max' && Number.isFinite(n) && n > 0 && n < 2 ** 62 ? n : undefined;
+}
+
+/** This process's cores and memory (cgroupRoot: where the cgroup filesystem is, for tests). */
+export function hostLimits(cgroupRoot = '/sys/fs/cgroup'): HostLimits {
+  const quota = cgroupCpuQuota(cgroupRoot);
+  const cores = Math.max(
+    1,
+    Math.min(os.availableParallelism(), quota === undefined ? Infinity : Math.ceil(quota)),
+  );
+  const limits = [os.totalmem(), cgroupMemoryLimit(cgroupRoot), process.constrainedMemory?.()];
+  const memoryBytes = Math.min(...limits.filter((m): m is number => typeof m === 'number' && m > 0));
+  return { cores, memoryBytes };
+}
+
+/**
+ * Conversion threads by default: one per core, as many as the memory holds at
+ * memoryBoundMib(threads), and at least one.
+ */
+export function defaultConcurrency(host: HostLimits = hostLimits()): number {
+  const byMemory = Math.floor((host.memoryBytes / MiB - PROCESS_MEMORY_MIB) / THREAD_MEMORY_MIB);
+  return Math.max(1, Math.min(host.cores, byMemory));
+}
