@@ -18,12 +18,19 @@ export {
   validateConfig,
 } from './load.js';
 export { CODECS, CONFIG_FILE_ENV, ENV_VARS, OTHER_ENV_VARS } from './names.js';
-export { type PipelineOptions, pipelineOptions } from './pipeline.js';
+export {
+  type ConversionSettings,
+  conversionSettings,
+  conversionSettingsKey,
+  type PipelineOptions,
+  pipelineOptions,
+} from './pipeline.js';
 export { REDACTED, redactConfig, redactUrl } from './redact.js';
 export {
   type Config,
   type ConfigInput,
   ConfigSchema,
+  ConversionSettingsSchema,
   DEFAULT_COALESCE_BYTES,
   DEFAULT_MAX_BATCH_BYTES,
   LOG_LEVELS,

@@ -1,20 +1,42 @@
-import { CONVERSION_SETTINGS, type ConversionSettings, type ConvertOptions } from '@seglift/segment';
+import {
+  CONVERSION_SETTINGS,
+  type ConversionSettings,
+  type ConvertOptions,
+  stageOptionsKey,
+} from '@seglift/segment';
 import type { Config } from './schema.js';
+
+export type { ConversionSettings };
 
 /** What the settings say about a conversion: the options every front door passes on. */
 export type PipelineOptions = ConversionSettings & Pick<ConvertOptions, 'backupDir'>;
 
 /**
- * The settings -> conversion options mapping, for the CLI, the worker and audit: each declared
- * conversion setting from its config key (conversion-settings.ts), and where originals go.
+ * The declared conversion settings (conversion-settings.ts), each from its config key: what a
+ * conversion is asked for, and what a segment job carries from the watcher to the worker.
  */
-export function pipelineOptions(config: Config): PipelineOptions {
-  const options: Record<string, unknown> = {};
+export function conversionSettings(config: Config): ConversionSettings {
+  const settings: Record<string, unknown> = {};
   for (const s of CONVERSION_SETTINGS) {
     let value: unknown = config;
     for (const k of s.path.split('.')) value = (value as Record<string, unknown>)[k];
-    options[s.name] = value;
+    settings[s.name] = value;
   }
-  options.backupDir = config.backupDir;
-  return options as PipelineOptions;
+  return settings as ConversionSettings;
+}
+
+/**
+ * The settings -> conversion options mapping, for the CLI, the worker and audit: the conversion
+ * settings, and where originals go.
+ */
+export function pipelineOptions(config: Config): PipelineOptions {
+  return { ...conversionSettings(config), backupDir: config.backupDir };
+}
+
+/**
+ * The settings that change the bytes written, as text: a stage record's options (stageOptionsKey),
+ * the key a segment job's id and done marker hash. Two settings with one key write the same bytes.
+ */
+export function conversionSettingsKey(settings: ConversionSettings): string {
+  return JSON.stringify(stageOptionsKey(settings));
 }

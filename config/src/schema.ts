@@ -76,6 +76,17 @@ type KeyIn<P extends string, G extends string> = G extends ''
     : never;
 type FieldsOf<G extends string> = { [S in Declared as KeyIn<S['path'], G>]: FieldOf<S> };
 
+/**
+ * The declared conversion settings by option name (`ConversionSettings`), as a segment job carries
+ * them (@seglift/queue's SegmentJobSchema): each checked as the config checks it, one a job lacks
+ * at its declared default, one this version does not declare refused.
+ */
+export const ConversionSettingsSchema = z.strictObject(
+  Object.fromEntries(
+    (CONVERSION_SETTINGS as readonly ConversionSetting[]).map((s) => [s.name, settingSchema(s)]),
+  ) as { [S in Declared as S['name']]: FieldOf<S> },
+);
+
 const absolutePath = z
   .string()
   .check(z.minLength(1), z.refine(isAbsolute, { message: 'must be an absolute path' }));

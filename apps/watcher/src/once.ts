@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { type Config, pipelineOptions } from '@seglift/config';
+import type { Config } from '@seglift/config';
 import type { Logger } from '@seglift/observability';
 import {
   createRedis,
@@ -11,6 +11,7 @@ import {
   jobData,
   jobOptions,
   SEGMENT_JOB_NAME,
+  type SegmentJob,
   type SegmentJobData,
   segmentJobId,
 } from '@seglift/queue';
@@ -227,7 +228,7 @@ export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
   const check = plan.segments.filter((s) => !reported.has(s.path));
   const stageOptions = planner.stageOptions();
   await forEachLimit(check, 4, async (s) => {
-    const why = await notDone(config, planner, s, stageOptions);
+    const why = await notDone(planner, s, stageOptions);
     if (why !== undefined) result.unconverted.push({ path: s.path, reason: why });
   });
   result.unconverted.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
@@ -246,9 +247,8 @@ export async function runOnce(options: RunOnceOptions): Promise<RunOnceResult> {
  * whatever is there then).
  */
 async function notDone(
-  config: Config,
   planner: JobPlanner,
-  s: { path: string; queued: SegmentJobData; stage?: StageDir },
+  s: { path: string; queued: SegmentJob; stage?: StageDir },
   stageOptions: string,
 ): Promise<string | undefined> {
   try {
@@ -259,7 +259,7 @@ async function notDone(
         return undefined;
       return `not staged in ${s.stage.root}`;
     }
-    const v = await targetFormatOf(s.path, pipelineOptions(config));
+    const v = await targetFormatOf(s.path, planner.settings);
     return v.inTarget ? undefined : `still holds ${v.reason} (${v.format}) at position ${v.position}`;
   } catch (err) {
     const e = err as { code?: string; cause?: { code?: string } };
@@ -275,8 +275,8 @@ async function notDone(
  * partition (leased), instead of finding them taken and putting its job off. Queued partition by
  * partition, two workers were 2.5x slower than one in bench/scale.
  */
-function inTurnsAcrossLogDirs(jobs: readonly SegmentJobData[]): SegmentJobData[] {
-  const byLogDir = new Map<string, SegmentJobData[][]>();
+function inTurnsAcrossLogDirs(jobs: readonly SegmentJob[]): SegmentJob[] {
+  const byLogDir = new Map<string, SegmentJob[][]>();
   for (const partition of groupBy(jobs, (j) => dirname(j.path)).values()) {
     // The lock the worker takes: the job says which log dir holds a partition linked in.
     const logDir = partition[0].logDir ?? dirname(dirname(partition[0].path));

@@ -7,9 +7,14 @@
  */
 import { realpath, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { type Config, pipelineOptions } from '@seglift/config';
+import {
+  type Config,
+  type ConversionSettings,
+  conversionSettings,
+  conversionSettingsKey,
+} from '@seglift/config';
 import type { Logger } from '@seglift/observability';
-import { fileStateOf, type SegmentJobData } from '@seglift/queue';
+import { fileStateOf, type SegmentJob } from '@seglift/queue';
 import {
   logDirLockHolder,
   openStageDir,
@@ -21,7 +26,6 @@ import {
   sameIdentity,
   sourceIdentity,
   stageable,
-  stageOptionsKey,
   stagePartitionDir,
   walkLogDirs,
 } from '@seglift/segment';
@@ -33,7 +37,7 @@ export type Placement =
   | { kind: 'refused'; reason: string };
 
 export interface PlannedJobs {
-  jobs: SegmentJobData[];
+  jobs: SegmentJob[];
   /** Prepare: segments the stage already holds for the file as it is. */
   alreadyStaged: number;
   /** Changed or gone since the readiness scan saw them: judged again at the next one. */
@@ -43,7 +47,7 @@ export interface PlannedJobs {
   /** Log dirs of a running broker (prepare only). */
   held: Set<string>;
   /** Every segment planned (queued or already done), and its stage when it is prepared. */
-  segments: Array<{ path: string; queued: SegmentJobData; stage?: StageDir }>;
+  segments: Array<{ path: string; queued: SegmentJob; stage?: StageDir }>;
 }
 
 /**
@@ -67,11 +71,15 @@ export class JobPlanner {
   private stage: StageDir | undefined;
   /** Segments seen staged, by path: the identity they were staged from (saves re-reading records). */
   private readonly staged = new Map<string, string>();
+  /** The conversion settings every job carries: the worker converts with these, not its own. */
+  readonly settings: ConversionSettings;
 
   constructor(
     private readonly config: Config,
     private readonly logger?: Logger,
-  ) {}
+  ) {
+    this.settings = conversionSettings(config);
+  }
 
   /** Where the jobs of `logDir` go now. */
   async placement(logDir: string): Promise<Placement> {
@@ -129,7 +137,7 @@ export class JobPlanner {
 
   /** The stage options key of these settings (what a staged segment must have been made with). */
   stageOptions(): string {
-    return JSON.stringify(stageOptionsKey(pipelineOptions(this.config)));
+    return conversionSettingsKey(this.settings);
   }
 
   /** The jobs for `ready` (one readiness scan's), each naming the file as it is now. */
@@ -173,7 +181,7 @@ export class JobPlanner {
         continue;
       }
       if (p.kind === 'in-place') {
-        const job: SegmentJobData = { ...state, logDir };
+        const job: SegmentJob = { ...state, logDir, settings: this.settings };
         out.jobs.push(job);
         out.segments.push({ path: r.path, queued: job });
         continue;
@@ -188,7 +196,13 @@ export class JobPlanner {
         );
         continue;
       }
-      const job: SegmentJobData = { ...state, mode: 'prepare', stageDir: p.stage.root, logDir };
+      const job: SegmentJob = {
+        ...state,
+        mode: 'prepare',
+        stageDir: p.stage.root,
+        logDir,
+        settings: this.settings,
+      };
       out.segments.push({ path: r.path, queued: job, stage: p.stage });
       if (await this.isStaged(p.stage, r.path, options)) out.alreadyStaged++;
       else out.jobs.push(job);

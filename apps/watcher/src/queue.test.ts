@@ -15,7 +15,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '@seglift/config';
+import { type Config, conversionSettings, loadConfig } from '@seglift/config';
 import {
   createRedis,
   doneMarkerKey,
@@ -38,15 +38,40 @@ import { startWatching } from './watch.js';
 const seg = (n: number) => `${String(n).padStart(20, '0')}.log`;
 
 describe('segmentJobId', () => {
+  const settings = conversionSettings(loadConfig({ env: {}, flags: {} }));
+  const id = (over: Partial<Parameters<typeof segmentJobId>[0]>) =>
+    segmentJobId({
+      path: '/data/t-0/00000000000000000000.log',
+      size: 10,
+      mtimeMs: 1000.7,
+      settings,
+      ...over,
+    });
+
   it('is deterministic, BullMQ-safe and changes with size or mtime', () => {
-    const a = segmentJobId({ path: '/data/t-0/00000000000000000000.log', size: 10, mtimeMs: 1000.7 });
+    const a = id({});
     expect(a).toMatch(/^seg-[0-9a-f]{40}$/);
-    expect(segmentJobId({ path: '/data/t-0/00000000000000000000.log', size: 10, mtimeMs: 1000.2 })).toBe(a);
-    expect(segmentJobId({ path: '/data/t-0/00000000000000000000.log', size: 11, mtimeMs: 1000 })).not.toBe(a);
-    expect(segmentJobId({ path: '/data/t-0/00000000000000000000.log', size: 10, mtimeMs: 2000 })).not.toBe(a);
-    expect(segmentJobId({ path: '/data/t-1/00000000000000000000.log', size: 10, mtimeMs: 1000 })).not.toBe(a);
+    expect(id({ mtimeMs: 1000.2 })).toBe(a);
+    expect(id({ size: 11 })).not.toBe(a);
+    expect(id({ mtimeMs: 2000 })).not.toBe(a);
+    expect(id({ path: '/data/t-1/00000000000000000000.log' })).not.toBe(a);
+  });
+
+  it('changes with every setting that changes the bytes written, not with a limit', () => {
+    const a = id({});
+    expect(id({ settings: { ...settings, codec: 'lz4' } })).not.toBe(a);
+    expect(id({ settings: { ...settings, level: 3 } })).not.toBe(a);
+    expect(id({ settings: { ...settings, grouping: 'kafka' } })).not.toBe(a);
+    expect(id({ settings: { ...settings, onlyIfSmaller: true } })).not.toBe(a);
+    expect(id({ settings: { ...settings, indexIntervalBytes: 8192 } })).not.toBe(a);
+    expect(id({ settings: { ...settings, maxDecompressedBatchBytes: 1024 } })).toBe(a);
+    expect(id({ settings: { ...settings, segmentIndexBytes: 1024 } })).toBe(a);
   });
 });
+
+/** The jobs a watcher plans for `ready` with `config`'s settings. */
+const jobsOf = <T extends { path: string }>(config: Config, ready: readonly T[]) =>
+  ready.map((r) => ({ ...r, settings: conversionSettings(config) }));
 
 needs(redisServer).describe('watcher with a real Redis', () => {
   let redis: TestRedis;
@@ -99,13 +124,18 @@ needs(redisServer).describe('watcher with a real Redis', () => {
     files(join(root, 't-1'), [seg(0), seg(5)]);
     const scan = await scanRoots(config.roots, config.readiness);
     expect(scan.ready).toHaveLength(3);
-    const first = await enqueueSegments(queue, conn, config, scan.ready);
+    const first = await enqueueSegments(queue, conn, config, jobsOf(config, scan.ready));
     expect(first.jobIds.map((j) => j.path)).toEqual(scan.ready.map((s) => s.path));
     // A second watcher (own connection) and a restarted one add nothing new.
     const conn2 = createRedis(redis.url);
     const queue2 = openQueue(config, conn2);
-    await enqueueSegments(queue2, conn2, config, (await scanRoots(config.roots, config.readiness)).ready);
-    await enqueueSegments(queue, conn, config, scan.ready);
+    await enqueueSegments(
+      queue2,
+      conn2,
+      config,
+      jobsOf(config, (await scanRoots(config.roots, config.readiness)).ready),
+    );
+    await enqueueSegments(queue, conn, config, jobsOf(config, scan.ready));
     expect(await queue.getJobCounts('waiting', 'active', 'delayed')).toEqual({
       waiting: 3,
       active: 0,
@@ -120,7 +150,7 @@ needs(redisServer).describe('watcher with a real Redis', () => {
     // The worker marks the converted state done: that state is not queued again.
     await conn.set(doneMarkerKey(config, first.jobIds[0].id), '1');
     await queue.obliterate({ force: true });
-    const again = await enqueueSegments(queue, conn, config, scan.ready);
+    const again = await enqueueSegments(queue, conn, config, jobsOf(config, scan.ready));
     expect(again.alreadyDone).toBe(1);
     expect(again.jobIds).toHaveLength(2);
     await Promise.all([queue.close(), queue2.close()]);
@@ -144,16 +174,19 @@ needs(redisServer).describe('watcher with a real Redis', () => {
       },
       { connection: workerConnection(), prefix: config.queue.prefix },
     );
-    const first = await enqueueSegments(queue, conn, config, ready);
+    const first = await enqueueSegments(queue, conn, config, jobsOf(config, ready));
     expect(first.rerun).toBe(0);
     await until(async () => (await queue.getJobState(first.jobIds[0].id)) === 'completed');
-    const again = await enqueueSegments(queue, conn, config, ready);
+    const again = await enqueueSegments(queue, conn, config, jobsOf(config, ready));
     expect(again).toMatchObject({ alreadyDone: 0, rerun: 1 });
     await until(() => runs === 2);
     // Marked done: neither queued nor run again.
     await conn.set(doneMarkerKey(config, first.jobIds[0].id), '1');
     await until(async () => (await queue.getJobState(first.jobIds[0].id)) === 'completed');
-    expect(await enqueueSegments(queue, conn, config, ready)).toMatchObject({ alreadyDone: 1, rerun: 0 });
+    expect(await enqueueSegments(queue, conn, config, jobsOf(config, ready))).toMatchObject({
+      alreadyDone: 1,
+      rerun: 0,
+    });
     await worker.close();
     await queue.close();
     conn.disconnect();
@@ -176,9 +209,13 @@ needs(redisServer).describe('watcher with a real Redis', () => {
     expect(r).toMatchObject({ partitions: 2, ready: 2, notReady: 2, queued: 2, succeeded: 1, ok: false });
     expect(r.failed).toEqual([
       {
-        id: segmentJobId(
-          fileStateOf(join(root, 'bad-0', seg(0)), statSync(join(root, 'bad-0', seg(0)), { bigint: true })),
-        ),
+        id: segmentJobId({
+          ...fileStateOf(
+            join(root, 'bad-0', seg(0)),
+            statSync(join(root, 'bad-0', seg(0)), { bigint: true }),
+          ),
+          settings: conversionSettings(config),
+        }),
         path: join(root, 'bad-0', seg(0)),
         failure: { code: 'CRC_MISMATCH', message: '{"code":"CRC_MISMATCH"}' },
       },

@@ -1,5 +1,13 @@
+import { InvalidArgumentError } from '@seglift/format';
 import { encodeJobFailure, jobFailureOf } from '@seglift/queue';
 import { UnrecoverableError } from 'bullmq';
+
+/**
+ * A job this worker cannot run as queued: data that is not JSON, a payload the job schema refuses,
+ * no conversion settings (an older watcher's). Permanent (INVALID_ARGUMENT): the same on every
+ * attempt and on every worker, so it fails at once instead of coming back for ever.
+ */
+export class InvalidJobError extends InvalidArgumentError {}
 
 /**
  * Codes of errors that come out the same on every attempt (the bytes or the request are wrong):

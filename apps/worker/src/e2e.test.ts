@@ -5,6 +5,7 @@
 import { type ChildProcess, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
+  cpSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -17,9 +18,18 @@ import {
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createRedis, doneMarkerKey, fileStateOf, segmentJobId } from '@seglift/queue';
+import { conversionSettings, loadConfig } from '@seglift/config';
+import {
+  createRedis,
+  decodeJobFailure,
+  doneMarkerKey,
+  fileStateOf,
+  SEGMENT_JOB_NAME,
+  segmentJobId,
+} from '@seglift/queue';
 import { verifySegment } from '@seglift/segment';
 import { built, needs, redisServer, spawnProgram, startRedis, type TestRedis } from '@seglift/testkit';
+import { Queue } from 'bullmq';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
   encodeSegment,
@@ -211,7 +221,8 @@ needs(redisServer, dist).describe('distributed mode end to end', () => {
     restore();
     const lie = segments[0].path;
     const conn = createRedis(redis.url);
-    const id = segmentJobId(fileStateOf(lie, statSync(lie, { bigint: true })));
+    const settings = conversionSettings(loadConfig({ env: {}, flags: { codec: 'zstd' } }));
+    const id = segmentJobId({ ...fileStateOf(lie, statSync(lie, { bigint: true })), settings });
     await conn.set(doneMarkerKey({ queue: { prefix: 'seglift', name: 'e2e-r' } }, id), '1');
     conn.disconnect();
     const third = await migrate();
@@ -263,6 +274,98 @@ needs(redisServer, dist).describe('distributed mode end to end', () => {
     const [job] = lines(w.output(), 'job failed');
     expect(job).toMatchObject({ segment: log, err });
     expect(readFileSync(log)).toEqual(Buffer.from(bytes));
+  }, 60_000);
+
+  it('another codec is another job: the samples converted with lz4, then with zstd by a worker whose own settings say lz4, each run exit 0 with every ready segment in its codec', async () => {
+    const root = join(tmp, 'logs-s');
+    cpSync(join(repoRoot, 'samples/kafka-logs'), root, { recursive: true });
+    // Ready: every segment but the newest of its partition (rolled).
+    const ready = readdirSync(root).flatMap((p) =>
+      readdirSync(join(root, p))
+        .filter((f) => f.endsWith('.log'))
+        .sort()
+        .slice(0, -1)
+        .map((f) => join(root, p, f)),
+    );
+    expect(ready).toHaveLength(7);
+    const before = new Map<string, string>();
+    for (const p of ready) before.set(p, (await segmentDigest(p)).digest);
+    const migrateWith = async (watcherCodec: string, workerCodec: string) => {
+      const env = envFor(root, 'e2e-s');
+      const w = worker({ ...env, SEGLIFT_CODEC: workerCodec });
+      const watcher = run(WATCHER, ['--once', '--wait'], { ...env, SEGLIFT_CODEC: watcherCodec });
+      const code = await watcher.exited;
+      await stopWorker(w);
+      return { code, output: watcher.output() };
+    };
+    // The batches' codecs (attributes' bits): lz4 3, zstd 4; the samples' transaction markers too.
+    const codecs = async () =>
+      new Set((await Promise.all(ready.map((p) => segmentDigest(p)))).flatMap((d) => d.formats));
+    const lz4 = await migrateWith('lz4', 'lz4');
+    expect(lz4.code, lz4.output).toBe(0);
+    expect(lz4.output).toMatch(/"queued":7,"alreadyDone":0,"succeeded":7/);
+    expect([...(await codecs())].sort()).toEqual(['v2/3', 'v2/control']);
+    const zstd = await migrateWith('zstd', 'lz4');
+    expect(zstd.code, zstd.output).toBe(0);
+    expect(zstd.output).toMatch(/"queued":7,"alreadyDone":0,"succeeded":7/);
+    expect([...(await codecs())].sort()).toEqual(['v2/4', 'v2/control']);
+    for (const p of ready) {
+      expect((await segmentDigest(p)).digest, p).toBe(before.get(p));
+      expect((await verifySegment(p)).ok, p).toBe(true);
+    }
+    // The same settings again: done.
+    const again = await migrateWith('zstd', 'lz4');
+    expect(again.code, again.output).toBe(0);
+    expect(again.output).toMatch(/"queued":0,"alreadyDone":7/);
+  }, 90_000);
+
+  it("a job whose data is not JSON, and one without conversion settings (an older watcher's), fail at once (INVALID_ARGUMENT) and --exit-when-drained exits 0", async () => {
+    const root = join(tmp, 'logs-u');
+    mkdirSync(root, { recursive: true });
+    const env = envFor(root, 'e2e-u');
+    const conn = createRedis(redis.url);
+    const queue = new Queue('e2e-u', { connection: conn, prefix: 'seglift' });
+    const log = join(root, 't-0', `${'0'.padStart(20, '0')}.log`);
+    await queue.add(SEGMENT_JOB_NAME, {}, { jobId: 'not-json', attempts: 5 });
+    await conn.hset('seglift:e2e-u:not-json', 'data', '{"path": "/data/t-0/0000');
+    await queue.add(
+      SEGMENT_JOB_NAME,
+      { path: log, size: 1, mtimeMs: 1 },
+      { jobId: 'no-settings', attempts: 5 },
+    );
+    // A job as this version queues it, beside them: still converted (here: gone, skipped).
+    const settings = conversionSettings(loadConfig({ env: {}, flags: { roots: [root] } }));
+    await queue.add(SEGMENT_JOB_NAME, { path: log, size: 1, mtimeMs: 1, settings }, { jobId: 'ok' });
+    const w = run(WORKER, ['--exit-when-drained', '--idle-ms', '1000'], env);
+    procs.push(w);
+    const exited = await Promise.race([
+      w.exited,
+      new Promise<string>((r) => setTimeout(() => r('still running after 30 s'), 30_000)),
+    ]);
+    expect(exited, w.output()).toBe(0);
+    // Read raw: BullMQ's Job.fromId parses the data too.
+    const failure = async (id: string) => {
+      const job = await conn.hgetall(`seglift:e2e-u:${id}`);
+      return { state: await queue.getJobState(id), attempts: job.atm, ...decodeJobFailure(job.failedReason) };
+    };
+    expect(await failure('not-json')).toMatchObject({
+      state: 'failed',
+      attempts: '1',
+      name: 'InvalidJobError',
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/^the job's data is not JSON \(.*\): not a job any seglift queued$/),
+    });
+    expect(await failure('no-settings')).toMatchObject({
+      state: 'failed',
+      attempts: '1',
+      name: 'InvalidJobError',
+      code: 'INVALID_ARGUMENT',
+      file: log,
+      message: expect.stringContaining('the job carries no conversion settings'),
+    });
+    expect(await (await queue.getJob('ok'))?.getState()).toBe('completed');
+    await queue.close();
+    conn.disconnect();
   }, 60_000);
 
   it('survives kill -9 of a worker mid-conversion and a Redis restart', async () => {

@@ -16,7 +16,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '@seglift/config';
+import { conversionSettings, loadConfig } from '@seglift/config';
 import { createLogger } from '@seglift/observability';
 import { createRedis, fileStateOf, SEGMENT_JOB_NAME } from '@seglift/queue';
 import { built, needs, redisServer, startRedis, type TestRedis } from '@seglift/testkit';
@@ -72,10 +72,14 @@ needs(redisServer, dist).describe('seglift-worker: backups and hard links are ne
     try {
       const jobs = [inBackup, linked].map((p, i) =>
         // The file as it is: the job-state check passes, so the path rules are what refuse it.
-        queue.add(SEGMENT_JOB_NAME, fileStateOf(p, statSync(p, { bigint: true })), {
-          jobId: `j${i}`,
-          attempts: 3,
-        }),
+        queue.add(
+          SEGMENT_JOB_NAME,
+          { ...fileStateOf(p, statSync(p, { bigint: true })), settings: conversionSettings(config) },
+          {
+            jobId: `j${i}`,
+            attempts: 3,
+          },
+        ),
       );
       const results = await Promise.all(
         jobs.map(async (j) =>

@@ -21,7 +21,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Config, loadConfig } from '@seglift/config';
+import { type Config, conversionSettings, loadConfig } from '@seglift/config';
 import { createRedis, partitionLeaseKey, SEGMENT_JOB_NAME, segmentJobId } from '@seglift/queue';
 import { verifySegment } from '@seglift/segment';
 import { built, needs, redisServer, spawnProgram, startRedis, type TestRedis } from '@seglift/testkit';
@@ -131,7 +131,7 @@ needs(redisServer, dist).describe('seglift-worker on the real pipeline with Redi
   /** The job a watcher would queue for the segment (same id, data and retry options). */
   async function enqueue(s: Setup): Promise<Job> {
     const st = statSync(s.log);
-    const data = { path: s.log, size: st.size, mtimeMs: st.mtimeMs };
+    const data = { path: s.log, size: st.size, mtimeMs: st.mtimeMs, settings: conversionSettings(s.config) };
     return s.queue.add(SEGMENT_JOB_NAME, data, {
       jobId: segmentJobId(data),
       attempts: 3,

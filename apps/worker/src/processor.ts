@@ -1,9 +1,8 @@
 import { stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
-import { type Config, pipelineOptions } from '@seglift/config';
+import type { Config, ConversionSettings } from '@seglift/config';
 import { childLogger, type Logger, recordSegmentReport, type SegliftMetrics } from '@seglift/observability';
 import {
-  encodeJobFailure,
   encodeJobResult,
   fileStateOf,
   type JobResult,
@@ -30,9 +29,9 @@ import {
   stagePartitionDir,
   targetFormatOf,
 } from '@seglift/segment';
-import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
+import { DelayedError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { classifyError, toJobError } from './classify.js';
+import { classifyError, InvalidJobError, toJobError } from './classify.js';
 
 /** How the worker converts a segment: the conversion pool's convert (tests pass their own). */
 export type ConvertFn = (logPath: string, options: ConvertOptions) => Promise<SegmentReport>;
@@ -79,6 +78,32 @@ interface JobSegment {
   stageDir?: string;
   logDir: string;
   rules: ReadinessRules;
+  /** The job's conversion settings, within the worker's limits (jobSettings). */
+  settings: ConversionSettings;
+}
+
+/**
+ * The settings a job converts with: the job's, planned by the watcher that queued it (never the
+ * worker's own); the worker's memory is its own: a job may lower its decompression limit, never
+ * raise it above limits.maxDecompressedBatchBytes.
+ */
+export function jobSettings(job: ConversionSettings, config: Config): ConversionSettings {
+  return {
+    ...job,
+    maxDecompressedBatchBytes: Math.min(
+      job.maxDecompressedBatchBytes,
+      config.limits.maxDecompressedBatchBytes,
+    ),
+  };
+}
+
+/**
+ * Puts the job back until `until` without using an attempt (BullMQ's manual delay: moveToDelayed,
+ * then DelayedError so that the worker leaves the job where it now is).
+ */
+async function delayUntil(job: Job, until: number, token: string | undefined): Promise<never> {
+  await job.moveToDelayed(until, token);
+  throw new DelayedError();
 }
 
 /**
@@ -92,14 +117,21 @@ async function segmentOf(
 ): Promise<JobSegment | JobResult | { waitUntil: number }> {
   const parsed = SegmentJobSchema.safeParse(job.data);
   if (!parsed.success) {
-    throw new UnrecoverableError(
-      encodeJobFailure({
-        name: 'InvalidArgumentError',
-        code: 'INVALID_ARGUMENT',
-        message: `invalid job payload: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
-      }),
+    throw toJobError(
+      new InvalidJobError(
+        `invalid job payload: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+      ),
     );
   }
+  if (parsed.data.settings === undefined) {
+    throw toJobError(
+      new InvalidJobError(
+        "the job carries no conversion settings (queued by a seglift-watcher older than this worker): not converted, whatever this worker's own settings say; a run of this version's seglift-watcher queues the segment again with its settings",
+        { file: parsed.data.path },
+      ),
+    );
+  }
+  const settings = jobSettings(parsed.data.settings, config);
   const finished = (path: string, result: string, reason: string, bytesIn = 0): JobResult =>
     encodeJobResult({ path, result, reason, bytesIn, bytesOut: bytesIn, durationMs: 0 });
   let logPath: string;
@@ -169,12 +201,12 @@ async function segmentOf(
     // The file as it is decides: one needing no rewrite (this job's own conversion, finished
     // before a crash or by an earlier run of it) is done; any other is never converted.
     // (One that cannot be read whole is not known to need nothing: it is not converted either.)
-    const verdict = await targetFormatOf(logPath, pipelineOptions(config)).catch(() => undefined);
+    const verdict = await targetFormatOf(logPath, settings).catch(() => undefined);
     if (!verdict?.inTarget) throw toJobError(changedError(logPath, change));
-    await markDone(redis, config, now);
+    await markDone(redis, config, now, settings);
     return finished(logPath, 'skipped', 'already-target-codec', size);
   }
-  return { logPath, size, queued, stageDir, logDir, rules };
+  return { logPath, size, queued, stageDir, logDir, rules, settings };
 }
 
 /** One signal aborted by any of `signals`, with the first one's reason. */
@@ -188,6 +220,8 @@ function anyOf(signals: (AbortSignal | undefined)[]): AbortSignal {
  */
 export function createProcessor(deps: ProcessorDeps) {
   const { config, redis, logger } = deps;
+  /** When a job whose partition or log dir another worker holds is asked for again (jittered). */
+  const lockedRetryAt = () => Date.now() + (deps.lockedRetryMs ?? 500) + Math.floor(Math.random() * 250);
   return async (job: Job, token?: string, bullSignal?: AbortSignal): Promise<JobResult> => {
     const started = Date.now();
     const segment = await segmentOf(job, config, redis);
@@ -197,8 +231,7 @@ export function createProcessor(deps: ProcessorDeps) {
         { jobId: job.id, segment: job.data?.path, until: new Date(segment.waitUntil).toISOString() },
         'segment still changing: waiting until it is quiet',
       );
-      await job.moveToDelayed(segment.waitUntil, token);
-      throw new DelayedError();
+      return await delayUntil(job, segment.waitUntil, token);
     }
     if ('result' in segment) {
       logger.info(
@@ -207,25 +240,20 @@ export function createProcessor(deps: ProcessorDeps) {
       );
       return segment;
     }
-    const { logPath, size, stageDir, rules } = segment;
+    const { logPath, size, stageDir, rules, settings } = segment;
     const dir = dirname(logPath);
     const log = childLogger(logger, { jobId: job.id, segment: logPath, partition: basename(dir) });
     const lease = await tryLease(redis, partitionLeaseKey(config, dir), config.worker.lockDurationMs);
     if (lease === undefined) {
       // Another worker is rewriting this partition: come back later without using an attempt.
-      await job.moveToDelayed(
-        Date.now() + (deps.lockedRetryMs ?? 500) + Math.floor(Math.random() * 250),
-        token,
-      );
-      throw new DelayedError();
+      return await delayUntil(job, lockedRetryAt(), token);
     }
     // Shutting down: the job goes back at once, without using an attempt. The pipeline removed
     // its temp files; the original is untouched.
     const requeueIfShuttingDown = async () => {
       if (!deps.shutdown?.aborted || lease.lost.aborted) return;
       log.warn('conversion aborted for shutdown; job requeued');
-      await job.moveToDelayed(Date.now(), token);
-      throw new DelayedError();
+      await delayUntil(job, Date.now(), token);
     };
     try {
       let report: SegmentReport;
@@ -236,13 +264,8 @@ export function createProcessor(deps: ProcessorDeps) {
         await requeueIfShuttingDown();
         // Another seglift works in this log dir (its .lock; a broker's fails the job): come back
         // later without using an attempt, as for a leased partition.
-        if (err instanceof LogDirLockedError && classifyError(err) === 'transient') {
-          await job.moveToDelayed(
-            Date.now() + (deps.lockedRetryMs ?? 500) + Math.floor(Math.random() * 250),
-            token,
-          );
-          throw new DelayedError();
-        }
+        if (err instanceof LogDirLockedError && classifyError(err) === 'transient')
+          return await delayUntil(job, lockedRetryAt(), token);
         throw toJobError(err);
       }
       // Written to again when its conversion started (a copy resumed): back once quiet, as above.
@@ -252,21 +275,20 @@ export function createProcessor(deps: ProcessorDeps) {
           { until: new Date(until).toISOString() },
           'segment still changing: waiting until it is quiet',
         );
-        await job.moveToDelayed(until, token);
-        throw new DelayedError();
+        return await delayUntil(job, until, token);
       }
       if (report.result === 'failed') {
         if (report.aborted) await requeueIfShuttingDown();
-        if (deps.metrics) recordSegmentReport(deps.metrics, report, config.codec);
+        if (deps.metrics) recordSegmentReport(deps.metrics, report, settings.codec);
         log.warn({ reason: report.reason, err: report.error }, 'conversion failed');
         throw toJobError(report.error ?? { name: 'Error', code: 'UNKNOWN', message: report.reason });
       }
-      if (deps.metrics) recordSegmentReport(deps.metrics, report, config.codec);
+      if (deps.metrics) recordSegmentReport(deps.metrics, report, settings.codec);
       // The file state now in the target format is done: watchers do not queue it again. (Not
       // after a prepare: the segment itself is unchanged until the commit.)
       const after =
         stageDir === undefined ? await stat(logPath, { bigint: true }).catch(() => undefined) : undefined;
-      if (after !== undefined) await markDone(redis, config, fileStateOf(logPath, after));
+      if (after !== undefined) await markDone(redis, config, fileStateOf(logPath, after), settings);
       job.updateProgress({ bytesDone: size, bytesTotal: size }).catch(() => {});
       const result = encodeJobResult({
         path: logPath,
@@ -288,19 +310,19 @@ export function createProcessor(deps: ProcessorDeps) {
 
   async function convert(
     job: Job,
-    { logPath, logDir, size, queued, stageDir, rules }: JobSegment,
+    { logPath, logDir, size, queued, stageDir, rules, settings }: JobSegment,
     lease: PartitionLease,
     bullSignal?: AbortSignal,
   ) {
     let lastProgress = 0;
-    const { backupDir, ...pipeline } = pipelineOptions(config);
     // Prepare: into the stage dir of the log dir holding this partition (the layout a
     // `seglift migrate <log dir> --commit --stage-dir S` reads); nothing in the log dir written.
     const where: Partial<ConvertOptions> =
       stageDir === undefined
         ? {
             inPlace: true,
-            backupDir,
+            // Where originals go is the worker's (its disks), not the job's.
+            backupDir: config.backupDir,
             // An archive's segment must still be quiet when its conversion starts (the pool may
             // have kept it waiting; a copy may have resumed).
             quietMs: quietAtStart(rules),
@@ -321,7 +343,7 @@ export function createProcessor(deps: ProcessorDeps) {
     const logDirLock = stageDir === undefined ? holdLogDirLock(logDir) : undefined;
     try {
       return await deps.convert(logPath, {
-        ...pipeline,
+        ...settings,
         ...where,
         signal: anyOf([deps.shutdown, lease.lost, bullSignal]),
         onProgress: (bytesDone, bytesTotal) => {

@@ -14,7 +14,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { type Config, loadConfig } from '@seglift/config';
+import { type Config, conversionSettings, loadConfig } from '@seglift/config';
 import { CorruptRecordError, type SegliftError } from '@seglift/format';
 import { createLogger, createMetrics, metricsSnapshot } from '@seglift/observability';
 import { createRedis, doneMarkerKey, fileStateOf, SEGMENT_JOB_NAME, segmentJobId } from '@seglift/queue';
@@ -123,8 +123,14 @@ needs(redisServer).describe('worker with a real Redis', () => {
     data: unknown,
     id = `j-${Math.random().toString(36).slice(2)}`,
   ) {
-    // size 1 and mtimeMs 1 stand for the file as it is: the state a watcher records.
-    const d = data as { path?: string; size?: number; mtimeMs?: number };
+    // size 1 and mtimeMs 1 stand for the file as it is: the state a watcher records; the job
+    // carries the settings a watcher with this config plans with, unless it names its own.
+    const d = { settings: conversionSettings(config), ...(data as object) } as {
+      path?: string;
+      size?: number;
+      mtimeMs?: number;
+    };
+    data = d;
     if (d.size === 1 && d.mtimeMs === 1 && d.path !== undefined && existsSync(d.path)) {
       const st = statSync(d.path);
       data = { ...d, size: st.size, mtimeMs: st.mtimeMs };
@@ -185,12 +191,77 @@ needs(redisServer).describe('worker with a real Redis', () => {
     expect(calls[0][1].signal).toBeInstanceOf(AbortSignal);
     expect(calls[0][1].beforeSwap).toBeInstanceOf(Function);
     // The marker names the file as the conversion left it (inode and ctime too).
-    const doneId = segmentJobId(fileStateOf(p, statSync(p, { bigint: true })));
+    const doneId = segmentJobId({
+      ...fileStateOf(p, statSync(p, { bigint: true })),
+      settings: conversionSettings(config),
+    });
     expect(await conn.exists(doneMarkerKey(config, doneId))).toBe(1);
     expect((await queue.getJob(job.id!))?.progress).toEqual({ bytesDone: 29, bytesTotal: 29 });
     const snap = await metricsSnapshot(metrics.registry);
     expect(snap['seglift_segments_total{result="converted"}']).toBe(1);
     expect(snap['seglift_records_total{direction="in"}']).toBe(4);
+    await w.shutdown();
+    await Promise.all([queue.close(), events.close()]);
+    conn.disconnect();
+  });
+
+  it("converts with the job's settings, not its own (a job may lower the decompression limit, never raise it); the done marker is the job's settings'", async () => {
+    // The worker's own config says lz4 and a 32 MiB limit; the watcher planned zstd -5, kafka grouping.
+    const { config, dir, conn, queue, events } = setup([seg(0), seg(10), seg(20)], {
+      codec: 'lz4',
+      'limits.maxDecompressedBatchBytes': 32 * 1024 * 1024,
+    });
+    const calls: ConvertOptions[] = [];
+    const convert: ConvertFn = async (p, o) => {
+      calls.push(o);
+      writeFileSync(p, `converted ${calls.length}`);
+      return report(p, { result: 'converted', bytesIn: 9, bytesOut: 9 });
+    };
+    const w = await startWorker({ config, logger, convert });
+    const planned = conversionSettings(
+      loadConfig({ env: {}, flags: { codec: 'zstd', level: -5, grouping: 'kafka' } }),
+    );
+    const lower = { ...planned, maxDecompressedBatchBytes: 1024 };
+    for (const [f, settings] of [
+      [seg(0), planned],
+      [seg(10), lower],
+    ] as const)
+      expect(
+        await finished(
+          await add(queue, config, { path: join(dir, f), size: 1, mtimeMs: 1, settings }),
+          events,
+        ),
+      ).toMatchObject({ ok: true, value: { result: 'converted' } });
+    const only = (o: ConvertOptions) => ({
+      codec: o.codec,
+      level: o.level,
+      grouping: o.grouping,
+      maxDecompressedBatchBytes: o.maxDecompressedBatchBytes,
+    });
+    expect(calls.map(only)).toEqual([
+      { codec: 'zstd', level: -5, grouping: 'kafka', maxDecompressedBatchBytes: 32 * 1024 * 1024 },
+      { codec: 'zstd', level: -5, grouping: 'kafka', maxDecompressedBatchBytes: 1024 },
+    ]);
+    // Done for the settings it was converted with, not for the worker's own.
+    const p = join(dir, seg(0));
+    const state = fileStateOf(p, statSync(p, { bigint: true }));
+    expect(await conn.exists(doneMarkerKey(config, segmentJobId({ ...state, settings: planned })))).toBe(1);
+    const own = conversionSettings(config);
+    expect(await conn.exists(doneMarkerKey(config, segmentJobId({ ...state, settings: own })))).toBe(0);
+    // A setting this version does not declare (a newer watcher's): refused, not converted.
+    const newer = await add(queue, config, {
+      path: join(dir, seg(20)),
+      size: 1,
+      mtimeMs: 1,
+      settings: { ...planned, tomorrow: 1 },
+    });
+    const r = await finished(newer, events);
+    expect(JSON.parse(String(r.value))).toEqual({
+      name: 'InvalidJobError',
+      code: 'INVALID_ARGUMENT',
+      message: 'invalid job payload: settings: Unrecognized key: "tomorrow"',
+    });
+    expect(calls).toHaveLength(2);
     await w.shutdown();
     await Promise.all([queue.close(), events.close()]);
     conn.disconnect();
@@ -221,7 +292,10 @@ needs(redisServer).describe('worker with a real Redis', () => {
     expect(calls[0][1].inPlace).toBeUndefined();
     expect(calls[0][1].beforeSwap).toBeUndefined();
     expect(statSync(join(stageDir, '.seglift-stage')).isFile()).toBe(true);
-    const doneId = segmentJobId(fileStateOf(p, statSync(p, { bigint: true })));
+    const doneId = segmentJobId({
+      ...fileStateOf(p, statSync(p, { bigint: true })),
+      settings: conversionSettings(config),
+    });
     expect(await conn.exists(doneMarkerKey(config, doneId))).toBe(0);
     // No stage dir, a stage dir inside the log dir, the active segment: refused.
     const noStage = await add(queue, config, { path: p, size: 1, mtimeMs: 1, mode: 'prepare' });
@@ -305,7 +379,10 @@ needs(redisServer).describe('worker with a real Redis', () => {
       ok: true,
       value: { result: 'skipped', reason: 'already-target-codec' },
     });
-    const doneId = segmentJobId(fileStateOf(replaced, statSync(replaced, { bigint: true })));
+    const doneId = segmentJobId({
+      ...fileStateOf(replaced, statSync(replaced, { bigint: true })),
+      settings: conversionSettings(config),
+    });
     expect(await conn.exists(doneMarkerKey(config, doneId))).toBe(1);
     // Unchanged when taken, written to while converted: refused right before the swap.
     const resumed = join(dir, seg(20));

@@ -2,9 +2,44 @@ import type { Config } from '@seglift/config';
 import type { Logger, SegliftMetrics } from '@seglift/observability';
 import { createRedis, decodeJobFailure, type JobResult, type SegmentJobData } from '@seglift/queue';
 import { ConversionPool } from '@seglift/segment';
-import { Worker } from 'bullmq';
+import { type Job, type JobJson, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { InvalidJobError, toJobError } from './classify.js';
 import { type ConvertFn, createProcessor } from './processor.js';
+
+/**
+ * BullMQ's Worker, failing a job whose data is not JSON (InvalidJobError, permanent) instead of
+ * leaving it active for ever: BullMQ parses the data after it moved the job to active, and a parse
+ * error there escapes the worker's loop with no processor run, no failure recorded and the lock
+ * never renewed; every worker then takes it again, and a drain never completes.
+ */
+class SegmentWorker extends Worker<SegmentJobData, JobResult> {
+  /** Jobs whose data did not parse, and why. */
+  private readonly unparsable = new WeakMap<Job, string>();
+
+  protected override createJob(json: JobJson, jobId: string): Job<SegmentJobData, JobResult> {
+    try {
+      return super.createJob(json, jobId);
+    } catch (err) {
+      // The job as stored, without its data: the processor is never called for it.
+      const job = super.createJob({ ...json, data: 'null' }, jobId);
+      this.unparsable.set(job, (err as Error).message);
+      return job;
+    }
+  }
+
+  protected override callProcessJob(
+    job: Job<SegmentJobData, JobResult>,
+    token: string,
+    signal?: AbortSignal,
+  ): Promise<JobResult> {
+    const why = this.unparsable.get(job);
+    if (why === undefined) return super.callProcessJob(job, token, signal);
+    return Promise.reject(
+      toJobError(new InvalidJobError(`the job's data is not JSON (${why}): not a job any seglift queued`)),
+    );
+  }
+}
 
 export interface StartWorkerOptions {
   config: Config;
@@ -45,7 +80,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerHa
   // BullMQ never closes a connection it was given: shutdown() does.
   const bullConnection = createRedis(config.redis.url);
   bullConnection.on('error', (err) => logger.debug({ err }, 'redis error'));
-  const worker = new Worker<SegmentJobData, JobResult>(config.queue.name, processor, {
+  const worker = new SegmentWorker(config.queue.name, processor, {
     connection: bullConnection,
     prefix: config.queue.prefix,
     concurrency: config.worker.concurrency,

@@ -17,6 +17,7 @@ export {
   partitionLeaseKey,
   SEGMENT_JOB_NAME,
   type SegmentFileState,
+  type SegmentJob,
   type SegmentJobData,
   SegmentJobSchema,
   segmentJobId,

@@ -4,7 +4,13 @@
  */
 import { createHash } from 'node:crypto';
 import { isAbsolute } from 'node:path';
-import { type Config, useEnglishZodMessages } from '@seglift/config';
+import {
+  type Config,
+  type ConversionSettings,
+  ConversionSettingsSchema,
+  conversionSettingsKey,
+  useEnglishZodMessages,
+} from '@seglift/config';
 import { Job, type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import * as z from 'zod/mini';
@@ -51,6 +57,13 @@ export const SegmentJobSchema = z
     logDir: z.optional(absolutePath),
     /** The stage dir of a prepare job (absolute, within the worker's roots). */
     stageDir: z.optional(absolutePath),
+    /**
+     * The conversion settings the job was planned with (the watcher's `conversionSettings`): the
+     * worker converts with these, never its own, and the job id and done marker hash them. A job
+     * of a version before them has none: the worker refuses it (INVALID_ARGUMENT, permanent);
+     * that version's seglift-watcher is this one's, whose run queues the segment again.
+     */
+    settings: z.optional(ConversionSettingsSchema),
   })
   .check(
     z.refine((d) => d.mode !== 'prepare' || d.stageDir !== undefined, {
@@ -59,6 +72,9 @@ export const SegmentJobSchema = z
     }),
   );
 export type SegmentJobData = z.output<typeof SegmentJobSchema>;
+
+/** A job as this version queues it: with its conversion settings. */
+export type SegmentJob = SegmentJobData & { settings: ConversionSettings };
 
 /** The state of a segment's `.log` a job is for (what the watcher judged ready). */
 export type SegmentFileState = Pick<SegmentJobData, 'path' | 'size' | 'mtimeMs' | 'ino' | 'ctimeNs'>;
@@ -86,13 +102,18 @@ export const SEGMENT_JOB_NAME = 'convert';
 
 /**
  * Deterministic job id from the file state a job is for (real path, size, mtime, inode, ctime in
- * ns) and what it does (a prepare, into which stage dir): a restarted or second watcher computes
- * the same id for the same file, and BullMQ ignores an add whose id exists. A file restored from a
- * backup has a new ctime, hence a new id. BullMQ ids must not be integers nor contain ':', hence
- * the `seg-`/`prep-` prefix and hex digest.
+ * ns), what it does (a prepare, into which stage dir) and the settings it converts with (those
+ * that change the bytes: `conversionSettingsKey`): a restarted or second watcher computes the same
+ * id for the same file and settings, and BullMQ ignores an add whose id exists. A file restored
+ * from a backup has a new ctime, and another codec or level is another conversion: a new id. BullMQ
+ * ids must not be integers nor contain ':', hence the `seg-`/`prep-` prefix and hex digest.
  */
 export function segmentJobId(
-  job: SegmentFileState & { mode?: SegmentJobData['mode']; stageDir?: string },
+  job: SegmentFileState & {
+    mode?: SegmentJobData['mode'];
+    stageDir?: string;
+    settings: ConversionSettings;
+  },
 ): string {
   const prepare = job.mode === 'prepare';
   const h = createHash('sha256').update(
@@ -103,15 +124,17 @@ export function segmentJobId(
       job.ino ?? '',
       job.ctimeNs ?? '',
       prepare ? `prepare\0${job.stageDir ?? ''}` : '',
+      conversionSettingsKey(job.settings),
     ].join('\0'),
   );
   return `${prepare ? 'prep' : 'seg'}-${h.digest('hex').slice(0, 40)}`;
 }
 
 /**
- * Redis key marking a file state (same id scheme) as in the target format: the worker sets it for
- * the converted (or skipped) file as it left it, the watcher does not queue that state again. Any
- * change to the file (a restore, a copy) moves its ctime: the marker no longer applies.
+ * Redis key marking a file state (same id scheme) as in the target format of the job's settings:
+ * the worker sets it for the converted (or skipped) file as it left it, the watcher does not queue
+ * that state for those settings again. Any change to the file (a restore, a copy) moves its ctime,
+ * and other settings hash to another key: the marker no longer applies.
  */
 export function doneMarkerKey(config: Pick<Config, 'queue'>, jobId: string): string {
   return `${config.queue.prefix}:${config.queue.name}:done:${jobId}`;
@@ -156,8 +179,8 @@ export interface EnqueueResult {
 }
 
 /** The payload of a job for `s`, without the fields it does not set. */
-export function jobData(s: SegmentJobData): SegmentJobData {
-  const d: SegmentJobData = { path: s.path, size: s.size, mtimeMs: s.mtimeMs };
+export function jobData(s: SegmentJob): SegmentJob {
+  const d: SegmentJob = { path: s.path, size: s.size, mtimeMs: s.mtimeMs, settings: s.settings };
   if (s.ino !== undefined) d.ino = s.ino;
   if (s.ctimeNs !== undefined) d.ctimeNs = s.ctimeNs;
   if (s.mode === 'prepare') Object.assign(d, { mode: 'prepare', stageDir: s.stageDir });
@@ -173,7 +196,7 @@ export async function enqueueSegments(
   queue: Queue<SegmentJobData>,
   redis: Redis,
   config: Config,
-  segments: readonly SegmentJobData[],
+  segments: readonly SegmentJob[],
 ): Promise<EnqueueResult> {
   const result: EnqueueResult = { jobIds: [], alreadyDone: 0, rerun: 0 };
   const CHUNK = 500;
@@ -207,10 +230,18 @@ export async function enqueueSegments(
   return result;
 }
 
-/** Marks a file state as done (converted or already in the target format): never queued again. */
-export async function markDone(redis: Redis, config: Config, file: SegmentFileState): Promise<void> {
+/**
+ * Marks a file state as done for `settings` (converted, or already in their target format): never
+ * queued again with them.
+ */
+export async function markDone(
+  redis: Redis,
+  config: Config,
+  file: SegmentFileState,
+  settings: ConversionSettings,
+): Promise<void> {
   await redis.set(
-    doneMarkerKey(config, segmentJobId(file)),
+    doneMarkerKey(config, segmentJobId({ ...file, settings })),
     String(Date.now()),
     'EX',
     DONE_MARKER_TTL_SECONDS,

@@ -156,7 +156,10 @@ function recordLine(r: LogicalRecord): string {
   return `${r.offset}|${r.timestamp}|${hex(r.key)}|${hex(r.value)}\n`;
 }
 
-/** What a consumer would read from the segment, hashed; plus the batch magics/codecs seen. */
+/**
+ * What a consumer would read from the segment, hashed; plus the batch magics/codecs seen
+ * (`v2/4`; a control batch, never compressed, `v2/control`).
+ */
 export async function segmentDigest(
   path: string,
 ): Promise<{ digest: string; records: number; formats: string[] }> {
@@ -165,7 +168,8 @@ export async function segmentDigest(
   const formats = new Set<string>();
   for await (const entry of readSegmentEntries(path)) {
     const attrs = entry.magic === 2 ? (entry.bytes[21]! << 8) | entry.bytes[22]! : entry.bytes[17]!;
-    formats.add(`v${entry.magic}/${attrs & 0x07}`);
+    // isControl: attributes bit 5 (docs/kafka-format.md).
+    formats.add(`v${entry.magic}/${entry.magic === 2 && attrs & 0x20 ? 'control' : attrs & 0x07}`);
     const list =
       entry.magic === 2 ? logicalRecordsOfBatch(entry.bytes) : logicalRecordsOfLegacyEntry(entry.bytes);
     for (const r of list) {
