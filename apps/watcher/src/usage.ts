@@ -1,5 +1,5 @@
 /** What seglift-watcher accepts and says about itself: its flags, its --help, its exit codes. */
-import { describeSettings, type FlagOptions } from '@seglift/config';
+import { conversionSettingsHelp, describeSettings, type FlagOptions } from '@seglift/config';
 import { QUEUE_PROGRAM_OPTIONS } from '@seglift/queue';
 
 export { EXIT_OK, EXIT_RUNTIME, EXIT_USAGE } from '@seglift/queue';
@@ -21,9 +21,11 @@ Finds the Kafka segments under the roots that are ready to convert and queues ea
 (BullMQ) for seglift-worker processes. A segment is ready once Kafka has rolled it (a newer
 segment exists beside it); in an archive (readiness.requireRolled: false) every segment, the
 newest too, once its .log has been unchanged for readiness.quietMs (a copy may still be writing
-any of them). A job's id is a hash of the segment's real path, size, mtime, inode and ctime:
-several watchers, or reruns, never queue one twice, a segment a worker converted is not queued
-again, and a segment restored from a backup (cp -p) is a new job.
+any of them). Each job carries this watcher's conversion settings (codec, level, ...): the
+workers convert with them, not their own. A job's id is a hash of the segment's real path, size,
+mtime, inode and ctime and of the settings that change the bytes: several watchers, or reruns,
+never queue one twice, a segment a worker converted is not queued again with the same settings
+(another codec or level is a new job), and a segment restored from a backup (cp -p) is a new job.
 
 A running broker's log dir (its Kafka .lock is held) is never converted in place: its segments
 are queued as prepare jobs that convert and verify them into the stage dir (stageDir), nothing in
@@ -60,6 +62,7 @@ ${describeSettings([
   ['readiness.requireRolled', 'true: a live log dir, the active segment waits; false: an archive'],
   ['readiness.quietMs', 'archive: how long a segment must be unchanged (300000)'],
   ['stageDir', "--stage-dir: a running broker's log dir is prepared into it"],
+  ...conversionSettingsHelp(),
   ['redis.url', 'the queue (redis://127.0.0.1:6379)'],
   ['queue.name', 'queue name (segments); the workers must use the same'],
   ['queue.prefix', 'Redis key prefix (seglift)'],

@@ -1,6 +1,7 @@
 /** What seglift-worker accepts and says about itself: its flags, its --help, its exit codes. */
-import { CODECS, describeSettings, type FlagOptions } from '@seglift/config';
+import { describeSettings, type FlagOptions } from '@seglift/config';
 import { QUEUE_PROGRAM_OPTIONS } from '@seglift/queue';
+import { CONVERSION_SETTINGS, conversionSetting } from '@seglift/segment';
 
 export { EXIT_OK, EXIT_RUNTIME, EXIT_USAGE } from '@seglift/queue';
 
@@ -13,6 +14,17 @@ export const OPTIONS = {
   'idle-ms': { type: 'string' },
 } as const satisfies FlagOptions;
 
+/** `names`, comma-separated, indented, in lines of at most 94 columns. */
+function listed(names: readonly string[]): string {
+  const lines = [''];
+  for (const [i, name] of names.entries()) {
+    const word = i < names.length - 1 ? `${name},` : name;
+    if (lines.at(-1)!.length + word.length >= 92) lines.push('');
+    lines[lines.length - 1] += lines.at(-1) === '' ? word : ` ${word}`;
+  }
+  return lines.map((l) => `  ${l}`).join('\n');
+}
+
 export const HELP = `Usage: seglift-worker [--exit-when-drained [--idle-ms MS]] [options]
 
 Converts the segments seglift-watcher queued on Redis (BullMQ), in place, as 'seglift migrate'
@@ -20,6 +32,13 @@ would: magic 0/1 upconverted to v2, batches recompressed to the target codec, in
 each result verified against its original before a crash-safe swap. Every path is checked
 against the roots; a Redis lock per partition keeps two workers out of one partition. Start
 as many as the disks and cores allow, on every host that mounts the log dirs.
+
+How a segment is converted is the job's: the conversion settings of the seglift-watcher that
+queued it travel with each job and are part of its id:
+${listed(CONVERSION_SETTINGS.map((s) => s.path))}
+This worker's own are not read, except that limits.maxDecompressedBatchBytes caps a job's.
+A job queued by an older seglift-watcher carries none: it fails (INVALID_ARGUMENT, naming the
+segment), and a run of this version's watcher queues the segment again.
 
 Options:
   -c, --config FILE        YAML or JSON config file (default $SEGLIFT_CONFIG)
@@ -38,19 +57,11 @@ Options:
 
 ${describeSettings([
   ['roots', 'where the worker may read and rewrite (at least one; --root)'],
-  ['codec', `target codec: ${CODECS.join('|')}, any case (zstd)`],
-  ['level', 'compression level (the codec default)'],
-  [
-    'grouping',
-    'coalesce (default): consecutive legacy records share batches; kafka: one batch per legacy entry',
-  ],
-  ['coalesceBytes', 'with coalesce: records per batch up to this many bytes (1048576)'],
-  ['maxBatchBytes', 'largest batch written (1048588)'],
-  ['onlyIfSmaller', 'keep a v2 batch in its codec when recompression would grow it (false)'],
-  ['indexIntervalBytes', "the topic's index.interval.bytes (4096)"],
-  ['segmentIndexBytes', "the topic's segment.index.bytes, for an archive's newest segment (10 MiB)"],
   ['backupDir', 'copy every original here before replacing it (none)'],
-  ['limits.maxDecompressedBatchBytes', 'refuse a batch that decompresses to more (64 MiB)'],
+  [
+    'limits.maxDecompressedBatchBytes',
+    `${conversionSetting('maxDecompressedBatchBytes').summary}; a job asking for more gets this`,
+  ],
   ['limits.maxSegmentBytes', 'refuse a larger segment (2 GiB - 1)'],
   ['readiness.requireRolled', 'true: refuse an active segment; false: an archive, every segment'],
   ['readiness.quietMs', 'archive: a segment written more recently waits until unchanged this long (300000)'],

@@ -1,5 +1,6 @@
-import { readFile, utimes } from 'node:fs/promises';
+import { cp, readFile, rm, utimes } from 'node:fs/promises';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { built, needs } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
 import { mixedSegment, tmpDir, v2Batch, writeSegment } from '../test-support/fixtures.js';
@@ -93,6 +94,39 @@ describe('migrate thread pool', () => {
       delete process.env.SEGLIFT_TEST_THREAD_CRASH;
     }
   });
+});
+
+describe('migrate without the conversion thread', () => {
+  needsPool.it(
+    'a build without dist/conversion-thread.js is refused before anything is converted, as the pool refuses it (never converted in process one at a time)',
+    async () => {
+      // The package's dist/ as built, less the thread's bundle, where it still resolves its
+      // dependencies (under the package's node_modules).
+      const copy = path.join(repoRoot, 'packages/segment/node_modules', `.seglift-no-thread-${process.pid}`);
+      await cp(path.join(repoRoot, 'packages/segment/dist'), path.join(copy, 'dist'), { recursive: true });
+      try {
+        await rm(path.join(copy, 'dist/conversion-thread.js'));
+        const withoutThread = (await import(pathToFileURL(path.join(copy, 'dist/index.js')).href)) as {
+          migrate: typeof migrate;
+        };
+        const { root, expected } = await cluster();
+        const before = new Map<string, Buffer>();
+        for (const log of expected.keys()) before.set(log, await readFile(log));
+        await expect(withoutThread.migrate([path.join(root, 'logdir')], { codec: 'zstd' })).rejects.toThrow(
+          'dist/conversion-thread.js is missing: run `pnpm build`',
+        );
+        for (const [log, bytes] of before) expect(await readFile(log), log).toEqual(bytes);
+        // Asked for in process, it still converts.
+        const inline = await withoutThread.migrate([path.join(root, 'logdir')], {
+          codec: 'zstd',
+          mode: 'inline',
+        });
+        expect(inline).toMatchObject({ mode: 'inline', summary: { converted: 3, failed: 0 } });
+      } finally {
+        await rm(copy, { recursive: true, force: true });
+      }
+    },
+  );
 });
 
 describe('migrate scheduling', () => {

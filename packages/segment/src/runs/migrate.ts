@@ -9,7 +9,7 @@ import { assertBackupDirOutside } from '../safety/backup.js';
 import { holdLogDirLocks } from '../safety/logdir-lock.js';
 import { realPathWithinRoots } from '../safety/roots.js';
 import { defaultConcurrency } from './host.js';
-import { ConversionPool, conversionThreadPath } from './pool.js';
+import { ConversionPool, conversionThreadScript } from './pool.js';
 
 export interface MigrateProgress {
   segmentsDone: number;
@@ -31,7 +31,10 @@ export interface MigrateOptions
   readiness?: ReadinessRules;
   /** Parallel conversions (default: the host's cores, as many as its memory holds: host.ts). */
   concurrency?: number;
-  /** 'threads' (default when dist/conversion-thread.js exists) or 'inline' (in process, one at a time). */
+  /**
+   * 'threads' (default; a build without dist/conversion-thread.js is refused before anything is
+   * converted, as the pool refuses it) or 'inline' (in process, one at a time).
+   */
   mode?: 'threads' | 'inline';
   onProgress?: (progress: MigrateProgress) => void;
   onSegment?: (report: SegmentReport) => void;
@@ -51,7 +54,7 @@ export interface MigrateResult {
   ignored: IgnoredDir[];
   /** The signal stopped the run: segments not reached are reported 'not-started', those stopped mid-conversion 'rolled-back'. */
   interrupted: boolean;
-  /** How the run was executed (threads fall back to inline when the thread script is missing). */
+  /** How the run was executed. */
   mode: 'threads' | 'inline';
 }
 
@@ -192,6 +195,9 @@ export async function runConversions(
   const all = todo.map((_, i) => i);
   const main = plan.inMain ? all.filter((i) => plan.inMain!(i)) : [];
   const rest = plan.inMain ? all.filter((i) => !plan.inMain!(i)) : all;
+  const mode = options.mode === 'inline' ? 'inline' : 'threads';
+  // Refused before the main thread's lanes start: nothing converted by a build without threads.
+  if (mode === 'threads' && rest.length > 0) conversionThreadScript();
   const concurrency = options.concurrency ?? defaultConcurrency();
   const lanes = (order: number[], size: number, run: (i: number) => Promise<void>) =>
     inLanes(order, size, run, signal);
@@ -209,7 +215,6 @@ export async function runConversions(
       }
     },
   );
-  const mode = options.mode === 'inline' || !conversionThreadPath() ? 'inline' : 'threads';
   const inPool = (async () => {
     if (mode === 'inline') {
       // Inline: after the main thread's own, one at a time.

@@ -55,6 +55,16 @@ export function conversionThreadPath(): string | undefined {
   return undefined;
 }
 
+/**
+ * conversionThreadPath, or the error of a build without it: every run that would use the pool
+ * refuses before converting anything, rather than converting in process one segment at a time.
+ */
+export function conversionThreadScript(): string {
+  const script = conversionThreadPath();
+  if (!script) throw new Error('dist/conversion-thread.js is missing: run `pnpm build`');
+  return script;
+}
+
 export interface ConversionPoolOptions {
   /** Threads at most; more calls wait for a free one. */
   size: number;
@@ -93,9 +103,7 @@ export class ConversionPool {
   private closed = false;
 
   constructor(private readonly options: ConversionPoolOptions) {
-    const script = conversionThreadPath();
-    if (!script) throw new Error('dist/conversion-thread.js is missing: run `pnpm build`');
-    this.script = script;
+    this.script = conversionThreadScript();
   }
 
   /**
