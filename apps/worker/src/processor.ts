@@ -87,7 +87,7 @@ interface JobSegment {
  * worker's own); the worker's memory is its own: a job may lower its decompression limit, never
  * raise it above limits.maxDecompressedBatchBytes.
  */
-export function jobSettings(job: ConversionSettings, config: Config): ConversionSettings {
+function jobSettings(job: ConversionSettings, config: Config): ConversionSettings {
   return {
     ...job,
     maxDecompressedBatchBytes: Math.min(
