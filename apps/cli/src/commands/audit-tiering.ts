@@ -18,6 +18,8 @@ export interface TopicTiering {
   segmentsWithoutEpoch: number;
   /** Partitions with closed segments and no leader-epoch-checkpoint entry: tier-prepare refuses them. */
   partitionsWithoutEpochs: number;
+  /** Partitions whose leader-epoch-checkpoint Kafka itself would refuse: tier-prepare leaves them alone. */
+  partitionsWithBadCheckpoint: number;
   tierable: boolean;
 }
 
@@ -28,6 +30,8 @@ export interface PartitionTiering {
   segmentsWithoutEpoch: number;
   /** No leader-epoch-checkpoint entry: the broker must write one before tier-prepare can help. */
   epochsMissing: boolean;
+  /** Why leader-epoch-checkpoint cannot be read as Kafka reads it (its epochs count as none). */
+  checkpointError?: string;
   tierable: boolean;
 }
 
@@ -50,6 +54,7 @@ export async function auditTiering(
       missingSnapshots: s.missingSnapshots.length,
       segmentsWithoutEpoch: s.segmentsBeforeFirstEpoch,
       epochsMissing: s.epochsMissing,
+      ...(s.checkpointError !== undefined ? { checkpointError: s.checkpointError } : {}),
       tierable: s.missingSnapshots.length === 0 && s.segmentsBeforeFirstEpoch === 0,
     });
     const t = topics.get(topic) ?? {
@@ -59,6 +64,7 @@ export async function auditTiering(
       missingSnapshots: 0,
       segmentsWithoutEpoch: 0,
       partitionsWithoutEpochs: 0,
+      partitionsWithBadCheckpoint: 0,
       tierable: true,
     };
     t.partitions++;
@@ -66,6 +72,7 @@ export async function auditTiering(
     t.missingSnapshots += s.missingSnapshots.length;
     t.segmentsWithoutEpoch += s.segmentsBeforeFirstEpoch;
     if (s.epochsMissing) t.partitionsWithoutEpochs++;
+    if (s.checkpointError !== undefined) t.partitionsWithBadCheckpoint++;
     t.tierable = t.missingSnapshots === 0 && t.segmentsWithoutEpoch === 0;
     topics.set(topic, t);
   }
@@ -114,6 +121,10 @@ export function tieringLines(topics: readonly TopicTiering[]): string[] {
       );
     if (t.partitionsWithoutEpochs > 0)
       lacks.push(`${count(t.partitionsWithoutEpochs, 'partition')} without a leader-epoch-checkpoint entry`);
+    if (t.partitionsWithBadCheckpoint > 0)
+      lacks.push(
+        `${count(t.partitionsWithBadCheckpoint, 'partition')} whose leader-epoch-checkpoint Kafka would refuse (tier-prepare leaves ${t.partitionsWithBadCheckpoint === 1 ? 'it' : 'them'} alone; --json says why)`,
+      );
     lines.push(`  ${t.topic}: of ${count(t.closedSegments, 'closed segment')}, ${lacks.join(', ')}`);
   }
   if (not.length > NAMED_TOPICS)

@@ -1,10 +1,12 @@
 import { type PartitionTieringResult, prepareTiering } from '@seglift/segment';
 import { flag, parse, requirePositionals } from '../args.js';
 import type { Command } from '../command.js';
-import { EXIT_CODES_HELP, ExitCode } from '../exit-codes.js';
+import { EXIT_CODES_HELP, ExitCode, formatError } from '../exit-codes.js';
 import { withLockAdvice } from '../failures.js';
 import { toJsonLine } from '../io.js';
+import { loadSettings } from '../settings.js';
 import { count } from '../table.js';
+import { requireWithinRoots } from '../targets.js';
 
 const HELP = `Usage: seglift tier-prepare <log.dir>... [options]
 
@@ -19,11 +21,18 @@ STOPPED (seglift holds each log dir's .lock, as the broker does):
   - moves the first leader-epoch-checkpoint entry down to the first segment when older
     segments lie before it (data written before 0.11): Kafka refuses to copy a segment with no
     leader epoch ("segmentLeaderEpochs can not be null or empty").
+  Entries below that first one are taken from the batches' own leader epochs, as Kafka's
+  recovery assigns them: no epoch's end offset changes from what Kafka answers.
+Every batch read is CRC-checked; a bad batch, a leader-epoch-checkpoint Kafka would refuse, or
+Kafka's unfinished .cleaned/.swap files stop that partition (exit 1), named on stderr.
+With roots set (SEGLIFT_ROOTS or the config file), every <log.dir> and every partition in it
+(a symlinked one by where it leads) must lie within them: exit 2 before anything is written.
 Run it on every broker that holds a replica, then set remote.storage.enable=true.
 'seglift audit' tells which topics need it.
 
 Options:
   --dry-run   report what is missing, write nothing (no lock taken)
+  --config FILE  YAML or JSON config file (default $SEGLIFT_CONFIG): its roots
   --json      one NDJSON line per partition
   -h, --help  this text
 
@@ -36,10 +45,18 @@ export const tierPrepareCommand: Command = {
   name: 'tier-prepare',
   help: HELP,
   async run(argv, ctx) {
-    const p = parse('tier-prepare', argv, { 'dry-run': { type: 'boolean' }, json: { type: 'boolean' } });
+    const p = parse('tier-prepare', argv, {
+      'dry-run': { type: 'boolean' },
+      json: { type: 'boolean' },
+      config: { type: 'string' },
+    });
     const dirs = requirePositionals('tier-prepare', p, '<log.dir>...');
     const dryRun = flag(p, 'dry-run');
     const json = flag(p, 'json');
+    const { config } = await loadSettings('tier-prepare', p, ctx);
+    // Every path this run may write: the log dirs (each partition again below, by its real path).
+    if (!dryRun) await requireWithinRoots(dirs, config.roots, ctx.io.cwd);
+    let failed = 0;
     let blocked = 0;
     let mismatched = 0;
     let written = 0;
@@ -50,6 +67,10 @@ export const tierPrepareCommand: Command = {
         ctx.err.line(
           `error: ${r.partitionDir}: the replay disagrees with a snapshot Kafka wrote, nothing more written there: ${r.mismatch}`,
         );
+      }
+      if (r.error !== undefined) {
+        failed++;
+        ctx.err.line(`${formatError(r.error)} (${r.partitionDir}: stopped there)`);
       }
       written += r.written.length;
       if (json) {
@@ -62,7 +83,11 @@ export const tierPrepareCommand: Command = {
           ? `${count(r.missingSnapshots.length, 'producer snapshot')} missing`
           : `${count(r.written.length, 'producer snapshot')} written`,
       ];
-      if (r.epochsExtended)
+      if (r.epochsExtended && r.epochsFromBatches.length > 0)
+        parts.push(
+          `leader epochs ${r.epochsFromBatches.map((e) => `${e.epoch} (from ${e.startOffset})`).join(', ')} taken from the batches below epoch ${r.firstEpoch?.epoch}, the first extended down to the first segment`,
+        );
+      else if (r.epochsExtended)
         parts.push(`leader epoch ${r.firstEpoch?.epoch} extended down to the first segment`);
       else if (dryRun && r.segmentsBeforeFirstEpoch > 0 && r.firstEpoch !== undefined)
         parts.push(`${count(r.segmentsBeforeFirstEpoch, 'segment')} before the first leader epoch`);
@@ -72,9 +97,9 @@ export const tierPrepareCommand: Command = {
     };
     for (const dir of dirs)
       await withLockAdvice('stop it first (--dry-run reads without the lock)', () =>
-        prepareTiering(dir, { dryRun, onPartition: report }),
+        prepareTiering(dir, { dryRun, roots: config.roots, onPartition: report }),
       );
-    if (json) ctx.out.line(toJsonLine({ type: 'summary', written, blocked, mismatched, dryRun }));
-    return blocked + mismatched > 0 ? ExitCode.SEGMENT_FAILED : ExitCode.OK;
+    if (json) ctx.out.line(toJsonLine({ type: 'summary', written, blocked, mismatched, failed, dryRun }));
+    return blocked + mismatched + failed > 0 ? ExitCode.SEGMENT_FAILED : ExitCode.OK;
   },
 };

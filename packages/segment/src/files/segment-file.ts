@@ -19,7 +19,7 @@ export interface SegmentOnDisk {
 }
 
 /** What a non-regular file is, for the message that refuses it. */
-function kindOf(st: Stats): string {
+export function kindOf(st: Stats): string {
   if (st.isDirectory()) return 'a directory';
   if (st.isFIFO()) return 'a FIFO';
   if (st.isCharacterDevice()) return 'a character device';

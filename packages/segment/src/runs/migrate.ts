@@ -1,13 +1,11 @@
 import { realpath } from 'node:fs/promises';
-import path from 'node:path';
 import { findPartitionSegments, type IgnoredDir, type SegmentFile } from '../discovery/discovery.js';
 import { quietAtStart, type ReadinessRules, readinessRules, splitReady } from '../discovery/readiness.js';
-import { PathOutsideRootsError } from '../files/errors.js';
 import { type ConversionOptions, type ConvertOptions, convertSegment } from '../placements/convert.js';
 import { emptyReport, type RunSummary, type SegmentReport, summarize } from '../rewrite/report.js';
 import { assertBackupDirOutside } from '../safety/backup.js';
 import { holdLogDirLocks } from '../safety/logdir-lock.js';
-import { realPathWithinRoots } from '../safety/roots.js';
+import { assertPartitionWithinRoots } from '../safety/roots.js';
 import { defaultConcurrency } from './host.js';
 import { ConversionPool, conversionThreadScript } from './pool.js';
 
@@ -87,17 +85,7 @@ export async function plan(dirs: string[], options: MigrateOptions): Promise<Pla
       const real = await realpath(part.partitionDir).catch(() => part.partitionDir);
       if (planned.has(real)) continue;
       planned.add(real);
-      const roots = options.roots ?? [];
-      if (roots.length > 0)
-        await realPathWithinRoots(real, roots).catch((err: unknown) => {
-          if (!(err instanceof PathOutsideRootsError)) throw err;
-          const linked = !real.startsWith(`${path.resolve(dir)}${path.sep}`) && real !== path.resolve(dir);
-          throw new PathOutsideRootsError(
-            real,
-            roots,
-            `partition dir ${real}, found under ${dir}${linked ? ' through a symlink' : ''}, is outside the allowed roots`,
-          );
-        });
+      await assertPartitionWithinRoots(real, dir, options.roots ?? []);
       p.partitions++;
       for (const l of part.logDirs) if (!p.logDirs.includes(l)) p.logDirs.push(l);
       const { ready, notReady } = splitReady(part.segments, rules, now);

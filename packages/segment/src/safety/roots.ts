@@ -1,5 +1,5 @@
 import { realpath } from 'node:fs/promises';
-import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { PathOutsideRootsError } from '../files/errors.js';
 
 /**
@@ -41,6 +41,28 @@ export async function realPathWithinRoots(path: string, roots: readonly string[]
       ? 'path is outside the allowed roots'
       : `path resolves to ${real}, outside the allowed roots`,
   );
+}
+
+/**
+ * A partition found under `dir` (a log dir or partition dir given), by its real path `real`,
+ * inside one of `roots`; else PathOutsideRootsError saying whether a symlink led it out. One rule
+ * for every front door that writes in partitions (migrate, tier-prepare).
+ */
+export async function assertPartitionWithinRoots(
+  real: string,
+  dir: string,
+  roots: readonly string[],
+): Promise<void> {
+  if (roots.length === 0) return;
+  await realPathWithinRoots(real, roots).catch((err: unknown) => {
+    if (!(err instanceof PathOutsideRootsError)) throw err;
+    const linked = !real.startsWith(`${resolve(dir)}${sep}`) && real !== resolve(dir);
+    throw new PathOutsideRootsError(
+      real,
+      roots,
+      `partition dir ${real}, found under ${dir}${linked ? ' through a symlink' : ''}, is outside the allowed roots`,
+    );
+  });
 }
 
 /** True when `child` is `parent` or below it (both already normalized, absolute). */
