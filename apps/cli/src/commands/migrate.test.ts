@@ -284,7 +284,7 @@ describe('seglift migrate: what a commit checks, and mtimes to the nanosecond', 
       'stage: committed from stage 3, converted at commit 1, discarded 1 (1 failed its check)',
     );
     expect(lines(commit.stderr)).toEqual([
-      `warning: ${log0}: ${note}; the stage dir's disk changed bytes prepare had verified`,
+      `warning: ${log0}: ${note}; the stage dir holds what prepare did not leave there (its disk, or someone writing there)`,
     ]);
     for (const part of ['orders-0', 'orders-1']) {
       for (const [i, base] of SEGMENTS.entries()) {

@@ -269,7 +269,7 @@ export async function migrateDirs(
   for (const r of reports)
     if (r.stage === 'corrupt' && r.result !== 'failed')
       ctx.err.line(
-        `warning: ${r.path}: ${r.reason}; the stage dir's disk changed bytes prepare had verified`,
+        `warning: ${r.path}: ${r.reason}; the stage dir holds what prepare did not leave there (its disk, or someone writing there)`,
       );
   if (result.interrupted) {
     ctx.err.line(

@@ -10,16 +10,18 @@ import { INDEX_SUFFIX, LOG_SUFFIX, SegmentFiles, TIMEINDEX_SUFFIX } from '../fil
 import { applyOwnership, type Ownership } from '../files/ownership.js';
 import { markUnchanged, type SegmentReport } from '../rewrite/report.js';
 import {
+  alreadyConverted,
   assertIndexesFit,
   type NewFileAttributes,
   type RewriteSettings,
+  resetSourceCounts,
   type StageDigests,
   tempFiles,
 } from '../rewrite/rewrite.js';
 import { LocalSegmentSource } from '../rewrite/source.js';
 import {
   discardStaged,
-  readStageRecord,
+  readStageRecordOrProblem,
   type SourceIdentity,
   STAGED,
   type StageRecord,
@@ -27,6 +29,8 @@ import {
   sampleDigest,
   sourceIdentity,
   stagedFileMismatch,
+  stagedFilesProblem,
+  stagedSegmentMismatch,
   stageOptionsKey,
   staleReason,
   writeStageRecord,
@@ -132,25 +136,42 @@ export interface StagedCommit {
 /**
  * Commit, in place, under the segment lock: links the staged files to the temp names the swap
  * expects when the record still matches the source and the settings, and the linked files are
- * still the bytes prepare wrote and verified ('adopted'); a record saying the source is already
- * in the target codec makes the report a skip ('unchanged'); a stale record, or staged files that
- * fail their check, are discarded ('stale'), and the segment is converted as usual.
+ * still the bytes prepare wrote and verified, and this segment's rewrite ('adopted'); a record
+ * saying the source is already in the target codec makes the report a skip once the source is
+ * read and found so ('unchanged'); a stale record is discarded ('stale'), and the segment is
+ * converted as usual. What the stage holds that prepare did not leave so (a record that is not
+ * one, staged files of another size, inode or content, another segment's, a false claim of the
+ * target codec) is discarded the same way and reported (stage 'corrupt', a reason: a warning).
  */
 export async function adoptStaged(s: StagedCommit): Promise<'absent' | 'stale' | 'unchanged' | 'adopted'> {
   const { src, stagePartition, report } = s;
-  const record = await readStageRecord(stagePartition, src.baseOffset);
-  if (record === undefined) return 'absent';
-  if ((await staleReason(record, src.log, stageOptionsKey(s.settings), stagePartition)) !== undefined) {
+  const read = await readStageRecordOrProblem(stagePartition, src.baseOffset);
+  if (read === undefined) return 'absent';
+  if ('invalid' in read) {
     await discardStaged(stagePartition, src.baseOffset);
-    report.stage = 'discarded';
+    corrupt(report, src, read.invalid);
+    return 'stale';
+  }
+  const record = read;
+  const stale = await staleReason(record, src.log, stageOptionsKey(s.settings), stagePartition);
+  if (stale !== undefined) {
+    const problem = stale === 'staged-files' ? stagedFilesProblem(record, stagePartition) : undefined;
+    await discardStaged(stagePartition, src.baseOffset);
+    if (problem !== undefined) corrupt(report, src, problem);
+    else report.stage = 'discarded';
     return 'stale';
   }
   if (record.files === null) {
-    Object.assign(report, record.counts);
-    report.stage = 'committed';
+    // A claim about the source, which nothing staged can prove: the source is read (no write).
     await discardStaged(stagePartition, src.baseOffset);
-    markUnchanged(report, 'skipped');
-    return 'unchanged';
+    if (await alreadyConverted(new LocalSegmentSource(src.log, src.baseOffset), s.settings, report)) {
+      report.stage = 'committed';
+      markUnchanged(report, 'skipped');
+      return 'unchanged';
+    }
+    resetSourceCounts(report);
+    corrupt(report, src, 'stage record says the source is already in the target codec, and it is not');
+    return 'stale';
   }
   const files = record.files;
   if (await new LocalSegmentSource(src.log, src.baseOffset).isActive())
@@ -165,12 +186,18 @@ export async function adoptStaged(s: StagedCommit): Promise<'absent' | 'stale' |
   return 'adopted';
 }
 
+/** A staged segment discarded because the stage held what prepare did not leave so: reported. */
+function corrupt(report: SegmentReport, src: SegmentFiles, why: string): void {
+  report.stage = 'corrupt';
+  report.reason = `staged copy of ${src.prefix} discarded (${why}): converted at commit`;
+}
+
 /**
  * Links the staged files to the swap's temp names and checks them there; false (and everything
- * staged discarded) when one is not the file prepare wrote.
+ * staged discarded) when one is not the file prepare wrote, or they are not this segment's.
  */
 async function linkStaged(
-  { src, stagePartition, report }: StagedCommit,
+  { src, stagePartition, report, settings }: StagedCommit,
   record: StageRecord,
 ): Promise<boolean> {
   // Links, not renames: a crash before the swap's marker leaves the stage whole for a rerun
@@ -182,16 +209,29 @@ async function linkStaged(
   }
   // Checked through the links: the very inodes the swap renames in. Nothing else checks these
   // bytes again (verify read them in prepare, maybe days ago).
-  const bad = await stagedFileMismatch(record, {
+  const links = {
     [LOG_SUFFIX]: src.tmp(LOG_SUFFIX),
     [INDEX_SUFFIX]: src.tmp(INDEX_SUFFIX),
     [TIMEINDEX_SUFFIX]: src.tmp(TIMEINDEX_SUFFIX),
-  });
-  if (bad === undefined) return true;
+  };
+  const bad = await stagedFileMismatch(record, links);
+  // The bytes prepare wrote; and this segment's rewrite (a record can point at any staged files).
+  const notOurs =
+    bad === undefined
+      ? await stagedSegmentMismatch(
+          record,
+          links,
+          { log: src.log, index: src.index, baseOffset: src.baseOffset },
+          settings.indexIntervalBytes,
+        )
+      : undefined;
+  if (bad === undefined && notOurs === undefined) return true;
   for (const s of STAGED) await removeIfExists(src.tmp(s));
   await discardStaged(stagePartition, src.baseOffset);
-  report.stage = 'corrupt';
-  report.reason = `staged copy failed its check (${bad.what} of ${src.prefix}${bad.suffix} differs from the stage record): converted at commit`;
+  if (bad !== undefined) {
+    report.stage = 'corrupt';
+    report.reason = `staged copy failed its check (${bad.what} of ${src.prefix}${bad.suffix} differs from the stage record): converted at commit`;
+  } else corrupt(report, src, `not this segment's rewrite: ${notOurs}`);
   return false;
 }
 

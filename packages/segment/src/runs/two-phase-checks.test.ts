@@ -5,7 +5,22 @@
  * a reused inode number), the stage dir serves this very log dir. And the new files' mtime is the
  * source's to the nanosecond, whichever way they came in.
  */
-import { mkdir, open, readdir, readFile, realpath, stat, unlink, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import {
+  copyFile,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  realpath,
+  rename,
+  stat,
+  symlink,
+  truncate,
+  unlink,
+  writeFile,
+} from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { StageDirError } from '../files/errors.js';
@@ -304,4 +319,161 @@ describe('a stage dir serves the log dir it was prepared for', () => {
       logDir: b.logDir,
     });
   });
+});
+
+/** The record of `base` in the stage, edited by `edit` and written back in place (a forger's). */
+async function forgeRecord(d: Dir, base: bigint, edit: (r: Record<string, unknown>) => void): Promise<void> {
+  const file = staged(d, base, '.seglift-stage.json');
+  const r = JSON.parse(await readFile(file, 'utf8'));
+  edit(r);
+  await writeFile(file, JSON.stringify(r));
+}
+
+/** What the record of a staged file would say of it now: size, inode, sha256. */
+async function fileEntry(file: string) {
+  const st = await stat(file, { bigint: true });
+  const sha256 = createHash('sha256')
+    .update(await readFile(file))
+    .digest('hex');
+  return { size: Number(st.size), ino: String(st.ino), sha256 };
+}
+
+describe("a commit swaps in only this segment's rewrite, and reports every staged copy it discards (issue 32)", () => {
+  it("segment 600's staged files under 0's names, 0's record rewritten to match them (sizes, inodes, sha256, counts): 0 is converted from its source, with a warning", async () => {
+    const d = await logDir();
+    const sources = await Promise.all(d.logs.map((l) => readFile(l)));
+    await prepareStage(d.logDir, { ...OPTIONS, stageDir: d.stageDir });
+    const other = JSON.parse(await readFile(staged(d, 600n, '.seglift-stage.json'), 'utf8'));
+    const files: Record<string, unknown> = {};
+    for (const s of ['.log', '.index', '.timeindex']) {
+      await unlink(staged(d, 0n, s));
+      await copyFile(staged(d, 600n, s), staged(d, 0n, s));
+      files[s] = await fileEntry(staged(d, 0n, s));
+    }
+    await forgeRecord(d, 0n, (r) => {
+      r.files = files;
+      r.counts = other.counts;
+    });
+    const commit = await commitStage(d.logDir, { ...OPTIONS, stageDir: d.stageDir });
+    const [first, second] = d.logs.map((l) => commit.reports.find((r) => r.path === l)!);
+    expect(first).toMatchObject({ result: 'converted', stage: 'corrupt' });
+    expect(first.reason).toBe(
+      `staged copy of ${prefix(0n)} discarded (not this segment's rewrite: the staged ${prefix(0n)}.log starts at offset 600, the source at 0 (segment 0)): converted at commit`,
+    );
+    expect(second).toMatchObject({ result: 'converted', stage: 'committed' });
+    expect(commit.counts).toMatchObject({ staged: 1, failedCheck: 1, discarded: 1, convertedAtCommit: 1 });
+    // Segment 0 holds its own records again, none of 600's.
+    await expectConverted(d, sources);
+  });
+
+  it('staged files that are whole but not the ones recorded (a truncated .log, swapped .index files, an .index short of an entry recorded as its own): reported, converted', async () => {
+    const cases: [string, (d: Dir) => Promise<void>, (d: Dir) => Promise<string>][] = [
+      [
+        'truncated .log',
+        async (d) => truncate(staged(d, 0n, '.log'), 1000),
+        async () => `staged ${prefix(0n)}.log is 1000 bytes, the stage record says `,
+      ],
+      [
+        'swapped .index',
+        async (d) => {
+          const [a, b] = [staged(d, 0n, '.index'), staged(d, 600n, '.index')];
+          await rename(a, `${a}.x`);
+          await rename(b, a);
+          await rename(`${a}.x`, b);
+        },
+        async () => `staged ${prefix(0n)}.index is inode `,
+      ],
+      [
+        'an .index short of its last entry, recorded so',
+        async (d) => {
+          // (600's own .index would do no harm: same batch sizes, same relative offsets.)
+          const file = staged(d, 0n, '.index');
+          const bytes = await readFile(file);
+          await unlink(file);
+          await writeFile(file, bytes.subarray(0, bytes.length - 8));
+          const entry = await fileEntry(file);
+          await forgeRecord(d, 0n, (r) => {
+            (r.files as Record<string, unknown>)['.index'] = entry;
+          });
+        },
+        async () =>
+          `not this segment's rewrite: the staged ${prefix(0n)}.index is not the index of the staged ${prefix(0n)}.log`,
+      ],
+    ];
+    for (const [what, damage, reason] of cases) {
+      const d = await logDir();
+      const sources = await Promise.all(d.logs.map((l) => readFile(l)));
+      await prepareStage(d.logDir, { ...OPTIONS, stageDir: d.stageDir });
+      await damage(d);
+      const expected = await reason(d);
+      const commit = await commitStage(d.logDir, { ...OPTIONS, stageDir: d.stageDir });
+      const first = commit.reports.find((r) => r.path === d.logs[0])!;
+      expect(first, what).toMatchObject({ result: 'converted', stage: 'corrupt' });
+      expect(first.reason, what).toContain(expected);
+      expect(commit.counts.failedCheck, what).toBe(what === 'swapped .index' ? 2 : 1);
+      await expectConverted(d, sources);
+    }
+  });
+
+  it('a record that is not one (not JSON, a field of another type, a FIFO in its place) or that falsely says "already in the target codec": discarded, converted, reported; never a hang', async () => {
+    const cases: [string, (d: Dir) => Promise<void>, string][] = [
+      [
+        'not JSON',
+        async (d) => writeFile(staged(d, 0n, '.seglift-stage.json'), '{"tool":"seglift",'),
+        'stage record unreadable: ',
+      ],
+      [
+        'files: 5',
+        async (d) =>
+          forgeRecord(d, 0n, (r) => {
+            r.files = 5;
+          }),
+        'stage record has files that are neither null nor an object',
+      ],
+      [
+        'a FIFO',
+        async (d) => {
+          await unlink(staged(d, 0n, '.seglift-stage.json'));
+          execFileSync('mkfifo', [staged(d, 0n, '.seglift-stage.json')]);
+        },
+        'stage record is not a regular file (a FIFO)',
+      ],
+      [
+        'files: null (the source is uncompressed, the target zstd)',
+        async (d) =>
+          forgeRecord(d, 0n, (r) => {
+            r.files = null;
+          }),
+        'stage record says the source is already in the target codec, and it is not',
+      ],
+    ];
+    for (const [what, damage, reason] of cases) {
+      const d = await logDir();
+      const sources = await Promise.all(d.logs.map((l) => readFile(l)));
+      await prepareStage(d.logDir, { ...OPTIONS, stageDir: d.stageDir });
+      await damage(d);
+      const commit = await commitStage(d.logDir, { ...OPTIONS, stageDir: d.stageDir });
+      const first = commit.reports.find((r) => r.path === d.logs[0])!;
+      expect(first, what).toMatchObject({ result: 'converted', stage: 'corrupt' });
+      expect(first.reason, what).toContain(`staged copy of ${prefix(0n)} discarded (${reason}`);
+      expect(first.recordsOut, what).toBe(600);
+      expect(commit.counts, what).toMatchObject({ staged: 1, failedCheck: 1 });
+      await expectConverted(d, sources);
+    }
+  }, 60_000);
+
+  it('a FIFO or a /dev/zero link in place of the stage dir marker: a typed error at once, nothing written', async () => {
+    for (const put of [(m: string) => execFileSync('mkfifo', [m]), (m: string) => symlink('/dev/zero', m)]) {
+      const d = await logDir();
+      await prepareStage(d.logDir, { ...OPTIONS, stageDir: d.stageDir });
+      const marker = path.join(d.stageDir, STAGE_DIR_MARKER);
+      await unlink(marker);
+      await put(marker);
+      const sources = await Promise.all(d.logs.map((l) => readFile(l)));
+      await expect(commitStage(d.logDir, { ...OPTIONS, stageDir: d.stageDir })).rejects.toThrow(
+        /stage dir marker \.seglift-stage is not a regular file \(a (FIFO|character device)\)/,
+      );
+      for (const [i, l] of d.logs.entries()) expect((await readFile(l)).equals(sources[i])).toBe(true);
+    }
+  }, 30_000);
 });

@@ -29,8 +29,16 @@
  * sequentially: docs/operator-guide.md gives the measured cost.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { open, readdir, readFile, realpath, stat } from 'node:fs/promises';
+import { open, readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
+import {
+  LAST_OFFSET_DELTA_OFFSET,
+  offsetIndexView,
+  RECORDS_COUNT_OFFSET,
+  SegliftError,
+  SegmentIndexBuilder,
+} from '@seglift/format';
+import { readBounded, readBoundedText } from '../files/bounded-read.js';
 import { StageDirError } from '../files/errors.js';
 import { exists, statNow, statOrUndefined } from '../files/fs-util.js';
 import { fsyncDir, mkdirp, removeIfExists, rename, writeWholeFile } from '../files/fsops.js';
@@ -49,6 +57,8 @@ import {
   type ConversionSettingName,
   conversionSetting,
 } from '../rewrite/conversion-settings.js';
+import { inspectEntry } from '../rewrite/entry.js';
+import { readSegmentEntries } from '../rewrite/reader.js';
 import { isInside, realpathOfNearest } from '../safety/roots.js';
 
 /** Head and tail bytes of a source digested again at commit (see the header). */
@@ -256,22 +266,92 @@ export async function sampleDigest(file: string, size: number): Promise<string> 
   return h.digest('hex');
 }
 
-/** The record of `prefix` in a stage partition directory, or undefined (absent, unreadable, not ours). */
+/**
+ * The largest stage record read: one is a few hundred bytes of JSON plus the codec mix of the
+ * segment (at most 3 magics x 8 codecs, twice); 64 KiB is far above any prepare's. A larger file,
+ * a FIFO or a device in its place is not a record (files/bounded-read.ts).
+ */
+export const MAX_STAGE_RECORD_BYTES = 64 * 1024;
+/** The stage dir's marker: a log dir's real path (PATH_MAX 4096) in a line of JSON. */
+const MAX_MARKER_BYTES = 64 * 1024;
+
+/**
+ * The record of `prefix` in a stage partition directory: the record; undefined when there is
+ * none; `{ invalid }` saying why when the file there is not a record of this shape (not a regular
+ * file, too large, not JSON, a field missing or of another type, another segment's prefix).
+ */
+export async function readStageRecordOrProblem(
+  stagePartition: string,
+  baseOffset: bigint,
+): Promise<StageRecord | { invalid: string } | undefined> {
+  const seg = new SegmentFiles(stagePartition, baseOffset);
+  let r: unknown;
+  try {
+    r = JSON.parse(await readBoundedText(seg.stageRecord, MAX_STAGE_RECORD_BYTES, 'stage record'));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if (err instanceof SegliftError) return { invalid: err.detail };
+    return { invalid: `stage record unreadable: ${(err as Error).message}` };
+  }
+  const problem = stageRecordProblem(r, seg.prefix);
+  return problem === undefined ? (r as StageRecord) : { invalid: `stage record ${problem}` };
+}
+
+/** The record of `prefix` in a stage partition directory, or undefined (absent, unreadable, not a valid record). */
 export async function readStageRecord(
   stagePartition: string,
   baseOffset: bigint,
 ): Promise<StageRecord | undefined> {
-  const seg = new SegmentFiles(stagePartition, baseOffset);
-  let r: StageRecord;
-  try {
-    r = JSON.parse(await readFile(seg.stageRecord, 'utf8')) as StageRecord;
-  } catch {
-    return undefined;
-  }
+  const r = await readStageRecordOrProblem(stagePartition, baseOffset);
+  return r === undefined || 'invalid' in r ? undefined : r;
+}
+
+const DECIMAL = /^\d+$/;
+const SHA256 = /^[0-9a-f]{64}$/;
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+
+/**
+ * Why `r` is not a StageRecord of the segment `prefix` (every field of the shape prepare writes),
+ * or undefined. A record is read from a directory others can write to: the commit trusts none of
+ * it before this, and the staged files' identity (stagedSegmentMismatch) after.
+ */
+function stageRecordProblem(r: unknown, prefix: string): string | undefined {
+  if (!isObject(r) || r.tool !== 'seglift' || r.kind !== 'stage') return 'is not a seglift stage record';
   // Version 1 (before ctimeNs) is still read, so that it is discarded with its files as stale.
-  if (r?.tool !== 'seglift' || r.kind !== 'stage' || (r.version !== 1 && r.version !== 2)) return undefined;
-  if (r.prefix !== seg.prefix) return undefined;
-  return r;
+  if (r.version !== 1 && r.version !== 2) return `has version ${JSON.stringify(r.version)}`;
+  if (r.prefix !== prefix) return `names segment ${JSON.stringify(r.prefix)}, not ${prefix}`;
+  const src = r.source;
+  if (!isObject(src)) return 'has no source';
+  for (const k of ['dev', 'ino', 'mtimeNs'])
+    if (typeof src[k] !== 'string' || !DECIMAL.test(src[k] as string)) return `has a bad source.${k}`;
+  if (r.version === 2 && (typeof src.ctimeNs !== 'string' || !DECIMAL.test(src.ctimeNs)))
+    return 'has a bad source.ctimeNs';
+  if (!isCount(src.size) || typeof src.mtimeMs !== 'number') return 'has a bad source size or mtime';
+  for (const k of ['sha256', 'sampleSha256'])
+    if (typeof src[k] !== 'string' || !SHA256.test(src[k] as string)) return `has a bad source.${k}`;
+  if (!isObject(r.options)) return 'has no options';
+  if (r.files !== null) {
+    if (!isObject(r.files)) return 'has files that are neither null nor an object';
+    const names = Object.keys(r.files).sort();
+    if (JSON.stringify(names) !== JSON.stringify([...STAGED].sort()))
+      return `has files ${JSON.stringify(names)}, not ${STAGED.join(', ')}`;
+    for (const s of STAGED) {
+      const f = r.files[s];
+      if (!isObject(f) || !isCount(f.size) || typeof f.ino !== 'string' || !DECIMAL.test(f.ino))
+        return `has a bad files["${s}"]`;
+      if (typeof f.sha256 !== 'string' || !SHA256.test(f.sha256)) return `has a bad files["${s}"].sha256`;
+    }
+  }
+  const c = r.counts;
+  if (!isObject(c)) return 'has no counts';
+  for (const k of ['batchesIn', 'batchesOut', 'recordsIn', 'recordsOut'])
+    if (!isCount(c[k])) return `has a bad counts.${k}`;
+  for (const k of ['codecMixIn', 'codecOut'])
+    if (!isObject(c[k]) || !Object.values(c[k] as object).every(isCount)) return `has a bad counts.${k}`;
+  if (typeof r.stagedAt !== 'string') return 'has no stagedAt';
+  return undefined;
 }
 
 /** Written under a temp name, fsynced and renamed: a record is whole or absent. */
@@ -305,15 +385,148 @@ export async function staleReason(
   if (now === undefined) return 'gone';
   if (!sameIdentity(now, record.source)) return 'changed';
   if (JSON.stringify(record.options) !== JSON.stringify(options)) return 'options';
-  if (record.files !== null) {
-    const seg = new SegmentFiles(stagePartition, BigInt(record.prefix));
-    for (const s of STAGED) {
-      const want = record.files[s];
-      const st = statOrUndefined(seg.file(s), { bigint: true });
-      if (!want || !st || Number(st.size) !== want.size || String(st.ino) !== want.ino) return 'staged-files';
-    }
-  }
+  if (stagedFilesProblem(record, stagePartition) !== undefined) return 'staged-files';
   if ((await sampleDigest(logPath, now.size)) !== record.source.sampleSha256) return 'changed';
+  return undefined;
+}
+
+/**
+ * Which staged file is not where, or not the size or inode, the record says (the cheap check,
+ * by stat), or undefined; a record without files has nothing staged to check.
+ */
+export function stagedFilesProblem(record: StageRecord, stagePartition: string): string | undefined {
+  if (record.files === null) return undefined;
+  const seg = new SegmentFiles(stagePartition, BigInt(record.prefix));
+  for (const s of STAGED) {
+    const want = record.files[s];
+    const st = statOrUndefined(seg.file(s), { bigint: true });
+    if (!st) return `staged ${seg.prefix}${s} is missing`;
+    if (Number(st.size) !== want.size)
+      return `staged ${seg.prefix}${s} is ${st.size} bytes, the stage record says ${want.size}`;
+    if (String(st.ino) !== want.ino)
+      return `staged ${seg.prefix}${s} is inode ${st.ino}, the stage record says ${want.ino}`;
+  }
+  return undefined;
+}
+
+/** The largest .index/.timeindex read to check a staged segment (Kafka's segment.index.bytes is an int). */
+const MAX_INDEX_BYTES = 2 ** 31 - 1;
+
+/** What the first and last entries of a segment's .log say about its offsets. */
+interface OffsetSpan {
+  /** The first entry's offset field: baseOffset (v2), the (last inner) offset of a legacy entry. */
+  first: bigint;
+  firstMagic: number;
+  /** The last whole entry's last offset. */
+  last: bigint;
+}
+
+/**
+ * The source's offset span, read at its ends only: its first entry, and its last from the last
+ * entry of its .index on (a batch start whose last offset is that entry's, as Kafka indexes);
+ * from the start when the index does not lead to one. A partial entry at the end (what a
+ * conversion may drop, Kafka's recovery truncates) is not counted. undefined: an empty log.
+ */
+async function sourceSpan(log: string, index: string, baseOffset: bigint): Promise<OffsetSpan | undefined> {
+  let first: { offset: bigint; magic: number } | undefined;
+  for await (const e of readSegmentEntries(log, { acceptTruncatedTail: true, chunkSize: 64 * 1024 })) {
+    const info = inspectEntry(e, log, false);
+    first = { offset: info.offset, magic: info.magic };
+    break;
+  }
+  if (first === undefined) return undefined;
+  let from: { position: number; lastOffset: bigint } | undefined;
+  try {
+    const bytes = await readBounded(index, MAX_INDEX_BYTES, 'offset index');
+    const v = offsetIndexView(bytes.subarray(0, bytes.length - (bytes.length % 8)), baseOffset);
+    // A preallocated tail (an active segment's) is zeros: the last entry with a larger offset.
+    let i = v.length - 1;
+    while (i > 0 && v.relativeOffset(i) <= v.relativeOffset(i - 1)) i--;
+    if (i >= 0) from = { position: v.position(i), lastOffset: v.offset(i) };
+  } catch {
+    // No usable index: read from the start.
+  }
+  const lastFrom = async (startPosition: number, check?: bigint): Promise<bigint | undefined> => {
+    let last: bigint | undefined;
+    for await (const e of readSegmentEntries(log, {
+      startPosition,
+      acceptTruncatedTail: true,
+      reuseBuffers: true,
+    })) {
+      const info = inspectEntry(e, log, false);
+      if (last === undefined && check !== undefined && info.lastOffset !== check) return undefined;
+      last = info.lastOffset;
+    }
+    return last;
+  };
+  let last: bigint | undefined;
+  if (from !== undefined && from.position > 0)
+    last = await lastFrom(from.position, from.lastOffset).catch(() => undefined);
+  last ??= await lastFrom(0);
+  return { first: first.offset, firstMagic: first.magic, last: last! };
+}
+
+/**
+ * Why the staged files (`files`: by suffix, the links the commit would swap in) are not the
+ * rewrite of the segment `source`, or undefined. The sha256 proves they are bytes prepare wrote,
+ * not whose: a record pointed at another segment's staged files would swap that segment's data in.
+ * So, from the staged files' own headers: v2 batches only (a conversion writes nothing else), in
+ * increasing offsets, the first at the source's first offset (a legacy source: between the
+ * segment's base offset and its first entry's), the last ending at the source's last offset, as
+ * many records as the record's counts say in and out; and the .index and .timeindex exactly the
+ * ones these batches give (Kafka's rule, with these settings' index interval).
+ */
+export async function stagedSegmentMismatch(
+  record: StageRecord,
+  files: Record<string, string>,
+  source: { log: string; index: string; baseOffset: bigint },
+  indexIntervalBytes: number | undefined,
+): Promise<string | undefined> {
+  const log = files[STAGED[0]];
+  // Named as staged (the files may be the commit's links under temp names).
+  const name = (suffix: string) => `${record.prefix}${suffix}`;
+  const builder = new SegmentIndexBuilder(source.baseOffset, { indexIntervalBytes });
+  let first: bigint | undefined;
+  let last: bigint | undefined;
+  let records = 0;
+  try {
+    for await (const e of readSegmentEntries(log, { reuseBuffers: true })) {
+      if (e.magic !== 2) return `staged ${name(STAGED[0])} holds a magic ${e.magic} entry at ${e.position}`;
+      const v = new DataView(e.bytes.buffer, e.bytes.byteOffset, e.bytes.byteLength);
+      const base = v.getBigInt64(0);
+      if (last !== undefined && base <= last)
+        return `staged ${name(STAGED[0])}: offset ${base} at ${e.position} does not follow ${last}`;
+      first ??= base;
+      last = base + BigInt(v.getInt32(LAST_OFFSET_DELTA_OFFSET));
+      records += v.getInt32(RECORDS_COUNT_OFFSET);
+      builder.appendBatchAt(v, 0, e.position, e.size);
+    }
+  } catch (err) {
+    if (err instanceof SegliftError) return `staged ${name(STAGED[0])}: ${err.detail}`;
+    throw err;
+  }
+  const span = await sourceSpan(source.log, source.index, source.baseOffset);
+  const what = `the staged ${name(STAGED[0])}`;
+  if (span === undefined || first === undefined) {
+    if (span === undefined && first === undefined) return undefined;
+    return span === undefined
+      ? `${what} holds batches, the source none`
+      : `${what} is empty, the source is not`;
+  }
+  if (first < source.baseOffset || (span.firstMagic === 2 ? first !== span.first : first > span.first))
+    return `${what} starts at offset ${first}, the source at ${span.first} (segment ${source.baseOffset})`;
+  if (last !== span.last) return `${what} ends at offset ${last}, the source at ${span.last}`;
+  if (records !== record.counts.recordsOut || records !== record.counts.recordsIn)
+    return `${what} holds ${records} records, the stage record says ${record.counts.recordsIn} in and ${record.counts.recordsOut} out`;
+  const want = builder.finish();
+  for (const [s, bytes] of [
+    [STAGED[1], want.offsetIndex],
+    [STAGED[2], want.timeIndex],
+  ] as const) {
+    const have = await readBounded(files[s], MAX_INDEX_BYTES, `staged ${name(s)}`);
+    if (!Buffer.from(bytes).equals(have))
+      return `the staged ${name(s)} is not the index of the staged ${name(STAGED[0])}`;
+  }
   return undefined;
 }
 
@@ -406,7 +619,9 @@ export async function openStageDir(stageDir: string, logDir: string, create: boo
         );
       mark = true;
     } else {
-      const marked = markedLogDir(await readFile(marker, 'utf8'));
+      const marked = markedLogDir(
+        await readBoundedText(marker, MAX_MARKER_BYTES, `stage dir marker ${STAGE_DIR_MARKER}`),
+      );
       if (marked === undefined) {
         // Nothing but such a marker: a prepare that died while writing it (it is written in
         // place), nothing staged yet, so nobody's work is at stake. With staged segments beside
