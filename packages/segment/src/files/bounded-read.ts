@@ -12,6 +12,9 @@ import { type FileHandle, open } from 'node:fs/promises';
 import { SegmentIoError } from './errors.js';
 import { kindOf } from './segment-file.js';
 
+/** The largest .index or .timeindex there is: Kafka's segment.index.bytes is an int. */
+export const MAX_INDEX_FILE_BYTES = 2 ** 31 - 1;
+
 /**
  * `file` opened for reading when it is a regular file (symlinks followed: what they name is
  * checked) of at most `maxBytes`; SegmentIoError naming `what` otherwise. Node's own error when

@@ -13,6 +13,7 @@ import {
   SegmentIndexBuilder,
 } from '@seglift/format';
 import { logicalRecordsOfLegacyEntry } from '@seglift/legacy';
+import { MAX_INDEX_FILE_BYTES, readBounded } from '../files/bounded-read.js';
 import { toSegmentError, VerifyMismatchError } from '../files/errors.js';
 import { exists } from '../files/fs-util.js';
 import type { SegmentFiles } from '../files/names.js';
@@ -563,9 +564,10 @@ export async function verifySegment(
   const hasTimeIndex = await exists(p.timeindex);
   const checker = new IndexChecker(
     p.index,
-    hasIndex ? await readFile(p.index) : undefined,
+    // Bounded, regular files only: a FIFO named like an index must not hang verify.
+    hasIndex ? await readBounded(p.index, MAX_INDEX_FILE_BYTES, 'offset index') : undefined,
     p.timeindex,
-    hasTimeIndex ? await readFile(p.timeindex) : undefined,
+    hasTimeIndex ? await readBounded(p.timeindex, MAX_INDEX_FILE_BYTES, 'time index') : undefined,
     p.baseOffset,
   );
   const report: VerifyReport = {

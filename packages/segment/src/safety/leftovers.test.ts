@@ -3,6 +3,7 @@
  * Kafka's (or anybody else's) is never touched and stops the swap. The crash matrix is in
  * crash.test.ts; these are the states a crash alone does not make.
  */
+import { execFileSync } from 'node:child_process';
 import { appendFile, readFile, rename, rm, stat, truncate, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -522,4 +523,19 @@ describe('the refusals of a partition a broker would still have to complete, wor
       file: pdir,
     });
   });
+});
+
+describe('hostile files where seglift keeps its own (issue 32)', () => {
+  it('a FIFO in place of a swap marker or a segment lock never hangs a conversion in place', async () => {
+    const { log, pdir } = await setup();
+    execFileSync('mkfifo', [path.join(pdir, `${BASE}.seglift-swap`)]);
+    // The marker is unreadable, so not ours: nothing of it is acted on, and recovery ends.
+    const report = await recoverLeftovers(pdir);
+    expect(report.completed).toEqual([]);
+    await rm(path.join(pdir, `${BASE}.seglift-swap`), { force: true });
+    execFileSync('mkfifo', [lockPathFor(log)]);
+    const started = Date.now();
+    await convertSegment(log, { codec: 'zstd', inPlace: true }).catch(() => undefined);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  }, 20_000);
 });

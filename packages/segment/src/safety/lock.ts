@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { close as closeFd, fstat, open as openFd, readSync } from 'node:fs';
-import { readFile, stat, utimes } from 'node:fs/promises';
+import { stat, utimes } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { readBoundedText } from '../files/bounded-read.js';
 import { LockedError, LostLockError } from '../files/errors.js';
 import { statOrUndefined } from '../files/fs-util.js';
 import { link, removeIfExists, throwIfCrashed, writeWholeFile } from '../files/fsops.js';
@@ -55,11 +56,15 @@ export async function readLock(lockPath: string): Promise<LockInfo | undefined> 
   return typeof s === 'object' ? s : undefined;
 }
 
+/** The largest lock file read: a token, a pid, a host name and a time in a line of JSON. */
+const MAX_LOCK_BYTES = 64 * 1024;
+
 /** A missing lock (released meanwhile) is not an unreadable (corrupt) one: never confuse them. */
 async function lockState(lockPath: string): Promise<LockInfo | 'absent' | 'unreadable'> {
   let text: string;
   try {
-    text = await readFile(lockPath, 'utf8');
+    // A FIFO or a device in a lock's place is unreadable, never a hang (files/bounded-read.ts).
+    text = await readBoundedText(lockPath, MAX_LOCK_BYTES, 'lock file');
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'absent' : 'unreadable';
   }

@@ -45,9 +45,9 @@
  * put new positions beside the old log. recoverLeftovers (leftovers.ts) completes any state from
  * step 1 on; before the marker it deletes the temp files.
  */
-import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { readBoundedText } from '../files/bounded-read.js';
 import { SegmentIoError } from '../files/errors.js';
 import { exists, sameContent, statNow, statOrUndefined } from '../files/fs-util.js';
 import {
@@ -351,11 +351,17 @@ async function restoreMtime(seg: SegmentFiles, marker: SwapMarker): Promise<void
   }
 }
 
+/**
+ * The largest swap marker read: a few hundred bytes of JSON plus the names of the segment's extra
+ * files; 1 MiB is far above any. A FIFO, a device or a larger file is not a marker (unreadable).
+ */
+const MAX_MARKER_BYTES = 1024 * 1024;
+
 /** The marker of `seg`, or undefined when absent, unreadable or not ours. */
 export async function readMarker(seg: SegmentFiles): Promise<SwapMarker | undefined> {
   let m: SwapMarker;
   try {
-    m = JSON.parse(await readFile(seg.marker, 'utf8')) as SwapMarker;
+    m = JSON.parse(await readBoundedText(seg.marker, MAX_MARKER_BYTES, 'swap marker')) as SwapMarker;
   } catch {
     return undefined;
   }

@@ -38,7 +38,7 @@ import {
   SegliftError,
   SegmentIndexBuilder,
 } from '@seglift/format';
-import { readBounded, readBoundedText } from '../files/bounded-read.js';
+import { MAX_INDEX_FILE_BYTES, readBounded, readBoundedText } from '../files/bounded-read.js';
 import { StageDirError } from '../files/errors.js';
 import { exists, statNow, statOrUndefined } from '../files/fs-util.js';
 import { fsyncDir, mkdirp, removeIfExists, rename, writeWholeFile } from '../files/fsops.js';
@@ -409,9 +409,6 @@ export function stagedFilesProblem(record: StageRecord, stagePartition: string):
   return undefined;
 }
 
-/** The largest .index/.timeindex read to check a staged segment (Kafka's segment.index.bytes is an int). */
-const MAX_INDEX_BYTES = 2 ** 31 - 1;
-
 /** What the first and last entries of a segment's .log say about its offsets. */
 interface OffsetSpan {
   /** The first entry's offset field: baseOffset (v2), the (last inner) offset of a legacy entry. */
@@ -437,7 +434,7 @@ async function sourceSpan(log: string, index: string, baseOffset: bigint): Promi
   if (first === undefined) return undefined;
   let from: { position: number; lastOffset: bigint } | undefined;
   try {
-    const bytes = await readBounded(index, MAX_INDEX_BYTES, 'offset index');
+    const bytes = await readBounded(index, MAX_INDEX_FILE_BYTES, 'offset index');
     const v = offsetIndexView(bytes.subarray(0, bytes.length - (bytes.length % 8)), baseOffset);
     // A preallocated tail (an active segment's) is zeros: the last entry with a larger offset.
     let i = v.length - 1;
@@ -523,7 +520,7 @@ export async function stagedSegmentMismatch(
     [STAGED[1], want.offsetIndex],
     [STAGED[2], want.timeIndex],
   ] as const) {
-    const have = await readBounded(files[s], MAX_INDEX_BYTES, `staged ${name(s)}`);
+    const have = await readBounded(files[s], MAX_INDEX_FILE_BYTES, `staged ${name(s)}`);
     if (!Buffer.from(bytes).equals(have))
       return `the staged ${name(s)} is not the index of the staged ${name(STAGED[0])}`;
   }
