@@ -253,6 +253,35 @@ function tree(dir: string): Map<string, string> {
 }
 
 describe('seglift migrate: what a commit checks, and mtimes to the nanosecond', () => {
+  it('a FIFO in place of a stage record: the commit never waits on it (it held the log dir lock for ever): converted, a warning; exit 0', async () => {
+    const dir = logDir();
+    const stage = path.join(tmpDir(), 'stage');
+    const prep = await run(['migrate', dir, '--prepare', '--stage-dir', stage, '--codec', 'zstd', '--quiet']);
+    expect(prep.code).toBe(0);
+    const record = path.join(stage, 'orders-0', `${SEGMENTS[0]}.seglift-stage.json`);
+    rmSync(record);
+    execFileSync('mkfifo', [record]);
+    const commit = await run([
+      'migrate',
+      dir,
+      '--commit',
+      '--stage-dir',
+      stage,
+      '--codec',
+      'zstd',
+      '--quiet',
+    ]);
+    expect(commit.code, commit.stderr).toBe(0);
+    const log0 = path.join(dir, 'orders-0', `${SEGMENTS[0]}.log`);
+    expect(lines(commit.stderr)).toEqual([
+      `warning: ${log0}: staged copy of ${SEGMENTS[0]} discarded (stage record is not a regular file (a FIFO)): converted at commit; the stage dir holds what prepare did not leave there (its disk, or someone writing there)`,
+    ]);
+    expect(lines(commit.stdout).at(-1)).toBe(
+      'stage: committed from stage 3, converted at commit 1, discarded 1 (1 failed its check)',
+    );
+    expect((await run(['verify', log0])).code).toBe(0);
+  }, 60_000);
+
   it('a staged .log with a byte flipped in the middle is not swapped in: converted at commit, said in the table, the stage line and stderr; exit 0', async () => {
     const dir = logDir();
     const stage = path.join(tmpDir(), 'stage');
