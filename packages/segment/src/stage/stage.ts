@@ -26,7 +26,10 @@
  * on a disk shared with other work. Their sha256 (taken by prepare's writer, before verify read
  * them back) must still be theirs; one that is not is discarded and its segment converted from
  * the source. They are the converted bytes (smaller than the source, as a rule), read
- * sequentially: docs/operator-guide.md gives the measured cost.
+ * sequentially: docs/operator-guide.md gives the measured cost. A sha256 proves whose bytes they
+ * are not: a record (in a directory others may write) can name another segment's staged files, so
+ * they must also be this segment's rewrite by their own headers and indexes, against the source's
+ * ends (`stagedSegmentMismatch`), and a record is read bounded and checked field by field.
  */
 import { createHash, type Hash } from 'node:crypto';
 import { open, readdir, realpath, stat } from 'node:fs/promises';
