@@ -2,7 +2,7 @@
  * The lock protocol at the instants a second run can only hit by chance: a lock released between
  * two system calls, link errors other than EEXIST (a filesystem without hard links), another run
  * creating a takeover file between our unlink and link, and the partition lock's polling. Each is
- * made deterministic by wrapping node:fs/promises (readFile, stat, link) and node:timers/promises
+ * made deterministic by wrapping node:fs/promises (readFile, open for reading, stat, link) and node:timers/promises
  * (the poll's sleep), off unless a test arms them; every other file operation is real.
  */
 import { rmSync, utimesSync } from 'node:fs';
@@ -21,7 +21,10 @@ import {
 } from './lock.js';
 
 const hook = vi.hoisted(() => ({
-  /** Called before each readFile / stat / link (may throw the call's error, or change files). */
+  /**
+   * Called before each read of a file (readFile, or an open for reading: a lock file is read
+   * bounded, files/bounded-read.ts) / stat / link (may throw the call's error, or change files).
+   */
   readFile: undefined as undefined | ((file: string) => void),
   stat: undefined as undefined | ((file: string) => void),
   link: undefined as undefined | ((from: string, to: string) => void),
@@ -35,6 +38,11 @@ vi.mock('node:fs/promises', async (importOriginal) => {
     hook.readFile?.(String(file));
     return (real.readFile as (...a: unknown[]) => unknown)(file, ...rest);
   }) as typeof real.readFile;
+  const open = (async (file: string, flags?: unknown, ...rest: unknown[]) => {
+    if (flags === undefined || flags === 'r' || (typeof flags === 'number' && (flags & 3) === 0))
+      hook.readFile?.(String(file));
+    return (real.open as (...a: unknown[]) => unknown)(file, flags, ...rest);
+  }) as typeof real.open;
   const stat = (async (file: string, ...rest: unknown[]) => {
     hook.stat?.(String(file));
     return (real.stat as (...a: unknown[]) => unknown)(file, ...rest);
@@ -43,7 +51,7 @@ vi.mock('node:fs/promises', async (importOriginal) => {
     hook.link?.(String(from), String(to));
     return real.link(from, to);
   };
-  return { ...real, readFile, stat, link, default: { ...real, readFile, stat, link } };
+  return { ...real, readFile, open, stat, link, default: { ...real, readFile, open, stat, link } };
 });
 
 vi.mock('node:timers/promises', async (importOriginal) => {
