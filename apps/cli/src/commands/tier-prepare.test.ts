@@ -1,4 +1,4 @@
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { lines, run } from '../test-support/run.js';
@@ -48,6 +48,16 @@ describe('seglift tier-prepare', () => {
     const outside = await run(['tier-prepare', dir], { SEGLIFT_ROOTS: tmpDir() });
     expect(outside.code).toBe(2);
     expect(outside.stderr).toMatch(/^error\[PATH_OUTSIDE_ROOTS\]: path is outside the allowed roots/m);
+    expect(existsSync(path.join(part, '00000000000000000001.snapshot'))).toBe(false);
+    // A log dir inside the roots whose partition is a link out of them.
+    const roots = tmpDir();
+    mkdirSync(path.join(roots, 'logs'));
+    symlinkSync(part, path.join(roots, 'logs', 'old-0'));
+    const linked = await run(['tier-prepare', path.join(roots, 'logs')], { SEGLIFT_ROOTS: roots });
+    expect(linked.code).toBe(2);
+    expect(linked.stderr).toMatch(
+      /^error\[PATH_OUTSIDE_ROOTS\]: partition dir .*old-0, found under .*logs through a symlink, is outside the allowed roots/m,
+    );
     expect(existsSync(path.join(part, '00000000000000000001.snapshot'))).toBe(false);
     const bad = await run(['tier-prepare', dir], { SEGLIFT_ROOTS: dir });
     expect(bad.code).toBe(1);
