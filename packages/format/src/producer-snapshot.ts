@@ -58,16 +58,20 @@ export function encodeProducerSnapshot(entries: readonly ProducerSnapshotEntry[]
   return out;
 }
 
+/** Bytes of a snapshot's header: version, CRC-32C and entry count. */
+export const PRODUCER_SNAPSHOT_HEADER_BYTES = ENTRIES_OFFSET + 4;
+
 /**
- * Parses a snapshot file as readSnapshot does: unknown version -> UnsupportedFormatError, short
- * or long data -> TruncatedDataError / CorruptRecordError, CRC-32C mismatch -> CrcMismatchError.
+ * The checks decodeProducerSnapshot makes of a snapshot's header and of its length, made from the
+ * header alone and the file's size: a reader refuses a file by its first 10 bytes before reading
+ * it whole (a sparse file of gigabytes that is no snapshot). Returns the entry count.
  */
-export function decodeProducerSnapshot(bytes: Uint8Array): ProducerSnapshotEntry[] {
-  if (bytes.length < ENTRIES_OFFSET + 4)
-    throw new TruncatedDataError(`producer snapshot needs at least 10 bytes, found ${bytes.length}`, {
+export function checkProducerSnapshotHeader(head: Uint8Array, size: number): number {
+  if (size < PRODUCER_SNAPSHOT_HEADER_BYTES || head.length < PRODUCER_SNAPSHOT_HEADER_BYTES)
+    throw new TruncatedDataError(`producer snapshot needs at least 10 bytes, found ${size}`, {
       position: 0,
     });
-  const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const v = new DataView(head.buffer, head.byteOffset, head.byteLength);
   const version = v.getInt16(0);
   if (version !== PRODUCER_SNAPSHOT_VERSION)
     throw new UnsupportedFormatError(`producer snapshot version ${version} (Kafka knows only 1)`, {
@@ -76,18 +80,25 @@ export function decodeProducerSnapshot(bytes: Uint8Array): ProducerSnapshotEntry
   const count = v.getInt32(ENTRIES_OFFSET);
   if (count < 0)
     throw new CorruptRecordError(`producer snapshot entry count ${count}`, { position: ENTRIES_OFFSET });
-  const size = ENTRIES_OFFSET + 4 + count * ENTRY_SIZE;
-  if (bytes.length < size)
-    throw new TruncatedDataError(
-      `producer snapshot of ${count} entries needs ${size} bytes, found ${bytes.length}`,
-      {
-        position: bytes.length,
-      },
-    );
-  if (bytes.length > size)
-    throw new CorruptRecordError(`${bytes.length - size} bytes after the last producer snapshot entry`, {
+  const want = PRODUCER_SNAPSHOT_HEADER_BYTES + count * ENTRY_SIZE;
+  if (size < want)
+    throw new TruncatedDataError(`producer snapshot of ${count} entries needs ${want} bytes, found ${size}`, {
       position: size,
     });
+  if (size > want)
+    throw new CorruptRecordError(`${size - want} bytes after the last producer snapshot entry`, {
+      position: want,
+    });
+  return count;
+}
+
+/**
+ * Parses a snapshot file as readSnapshot does: unknown version -> UnsupportedFormatError, short
+ * or long data -> TruncatedDataError / CorruptRecordError, CRC-32C mismatch -> CrcMismatchError.
+ */
+export function decodeProducerSnapshot(bytes: Uint8Array): ProducerSnapshotEntry[] {
+  const count = checkProducerSnapshotHeader(bytes, bytes.length);
+  const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const stored = v.getUint32(CRC_OFFSET);
   const computed = crc32cRange(bytes, ENTRIES_OFFSET, bytes.length);
   if (stored !== computed) throw new CrcMismatchError('CRC-32C', stored, computed, { position: CRC_OFFSET });

@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { CompressionType, crc32, encodeProducerSnapshot } from '@seglift/format';
@@ -431,5 +431,25 @@ describe('seglift inspect: .snapshot (producer state, as DumpLogSegments prints 
         `^error\\[CRC_MISMATCH\\]: CRC-32C mismatch: stored 0x[0-9a-f]{8}, computed 0x[0-9a-f]{8} \\(file ${file.replace(/[.]/g, '\\.')}, position 2\\)\n$`,
       ),
     );
+  });
+
+  it('a sparse 1.5 GB file that is no snapshot is refused by its header, never read whole (issue 32)', async () => {
+    const dir = tmpDir();
+    const file = path.join(dir, '00000000000000000010.snapshot');
+    writeFileSync(file, '');
+    truncateSync(file, 1536 * 1024 * 1024);
+    const before = process.memoryUsage().rss;
+    const r = await run(['inspect', file]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(
+      `error[UNSUPPORTED_FORMAT]: producer snapshot version 0 (Kafka knows only 1) (file ${file}, position 0)\n`,
+    );
+    expect(process.memoryUsage().rss - before).toBeLessThan(256 * 1024 * 1024);
+    // A header that holds, with a size that does not: refused the same way, by the size alone.
+    const head = Buffer.from(encodeProducerSnapshot(entries)).subarray(0, 10);
+    writeFileSync(file, head);
+    truncateSync(file, 1536 * 1024 * 1024);
+    const long = await run(['inspect', file]);
+    expect(long.stderr).toMatch(/^error\[CORRUPT_RECORD\]: \d+ bytes after the last producer snapshot entry/);
   });
 });

@@ -1,6 +1,12 @@
-import { readFile, stat } from 'node:fs/promises';
+import { open, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { decodeProducerSnapshot, SegliftError, UnknownCodecError } from '@seglift/format';
+import {
+  checkProducerSnapshotHeader,
+  decodeProducerSnapshot,
+  PRODUCER_SNAPSHOT_HEADER_BYTES,
+  SegliftError,
+  UnknownCodecError,
+} from '@seglift/format';
 import { listSegments, statRegularFile } from '@seglift/segment';
 import { flag, intOpt, parse, requirePositionals } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
@@ -249,9 +255,22 @@ async function dumpProducerSnapshot(
   ctx: CommandContext,
   options: InspectOptions,
 ): Promise<boolean> {
-  const bytes = await readFile(file);
   let entries: ReturnType<typeof decodeProducerSnapshot>;
+  let bytes: Buffer;
   try {
+    // Its header first: a file that is no snapshot (a sparse 1.5 GB one) is refused by its first
+    // 10 bytes and its size, never read whole.
+    const fh = await open(file, 'r');
+    try {
+      const { size } = await fh.stat();
+      const head = Buffer.alloc(PRODUCER_SNAPSHOT_HEADER_BYTES);
+      await fh.read(head, 0, head.length, 0);
+      checkProducerSnapshotHeader(head, size);
+      const whole = Buffer.alloc(size);
+      bytes = whole.subarray(0, (await fh.read(whole, 0, size, 0)).bytesRead);
+    } finally {
+      await fh.close();
+    }
     entries = decodeProducerSnapshot(bytes);
   } catch (e) {
     if (e instanceof SegliftError) e.withContext({ file });
