@@ -7,7 +7,10 @@
 #   images.sh seglift REPO           the project's Dockerfile, built by buildah (every step but FROM),
 #                                    tagged seglift:<version> as the manifests name it
 #   images.sh kafka JARS             a Kafka 4 broker: the base image + this machine's JDK + JARS
-# Prints the tar's path (seglift, kafka, pause).
+#   images.sh redis                  deploy/base's Redis: the base image + this machine's Debian
+#                                    redis-server (deploy/base names redis:7.4-bookworm; the
+#                                    suite's overlay maps it to localhost/seglift-redis:test)
+# Prints the tar's path (seglift, kafka, redis, pause).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/versions.sh"
@@ -126,7 +129,7 @@ kafka)
   if [[ ! -s $tar ]]; then
     bash "$0" node-base >/dev/null
     c=$(buildah from "$NODE_BASE")
-    trap 'buildah rm "$c" >/dev/null 2>&1' EXIT
+    trap 'buildah rm "$c" >/dev/null 2>&1 || true' EXIT
     m=$(buildah mount "$c")
     mkdir -p "$m/opt/java" "$m/opt/kafka/libs"
     # -L: Debian's JDK links its config files into /etc/java-17-openjdk; links to what is not
@@ -142,6 +145,34 @@ kafka)
     buildah commit -q "$c" localhost/seglift-kafka:test >/dev/null
     buildah rm "$c" >/dev/null
     archive localhost/seglift-kafka:test "kafka-$key"
+  fi
+  echo "$tar"
+  ;;
+redis)
+  # deploy/base's queue: Debian 12's redis-server and redis-cli (this machine's package, the one
+  # the other suites run) on the base image, with the libraries `ldd` lists. No entrypoint: the
+  # Deployment's args start redis-server, and its readiness probe runs sh, redis-cli and grep.
+  server=$(readlink -f "$(command -v redis-server)")
+  cli=$(readlink -f "$(command -v redis-cli)")
+  key=$( (sha256sum "$server" "$cli"; echo "$NODE_BASE") | sha256sum | cut -c1-12)
+  tar="$images/redis-$key.tar"
+  if [[ ! -s $tar ]]; then
+    bash "$0" node-base >/dev/null
+    c=$(buildah from "$NODE_BASE")
+    trap 'buildah rm "$c" >/dev/null 2>&1 || true' EXIT
+    m=$(buildah mount "$c")
+    # redis-server is Debian's redis-check-rdb under another name: it picks its mode by argv[0].
+    install -m 0755 "$server" "$m/usr/bin/redis-server"
+    install -m 0755 "$cli" "$m/usr/bin/redis-cli"
+    for lib in $(ldd "$server" "$cli" | sed -n 's/.* => \(\/[^ ]*\) .*/\1/p' | sort -u); do
+      [[ -e $m$lib ]] || cp -L "$lib" "$m$lib"
+    done
+    buildah umount "$c" >/dev/null
+    buildah config --cmd '' --user 999:999 --workingdir /data "$c"
+    buildah commit -q "$c" localhost/seglift-redis:test >/dev/null
+    buildah rm "$c" >/dev/null
+    rm -f "$images"/redis-*.tar
+    archive localhost/seglift-redis:test "redis-$key"
   fi
   echo "$tar"
   ;;
