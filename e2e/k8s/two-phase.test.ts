@@ -2,9 +2,12 @@
  * Kubernetes for real (issue 36): a single-node cluster started by the suite (scripts/k8s), the
  * image built from the project's Dockerfile, and the two-phase Jobs of deploy/ run exactly as
  * docs/operator-guide.md tells an operator, against a Kafka 4 broker pod whose volume holds
- * genuine v0/v1 segments (written by Kafka 3.9, as the oracle suite does) and v2 gzip data.
+ * genuine v0/v1 segments (written by Kafka 3.9, as the oracle suite does) and v2 gzip data. Then
+ * the queue form (deploy/base: Redis, the watcher Job, the worker Job) on the stopped Kafka 3.9
+ * broker's own volume. One file: the cluster and its data (the set-up) are the slow part.
  * Run with `pnpm test:k8s` (or `pnpm test`), as root, after `bash scripts/k8s/setup.sh`.
  */
+import { randomBytes } from 'node:crypto';
 import {
   chmodSync,
   copyFileSync,
@@ -22,6 +25,7 @@ import {
 import { join, relative } from 'node:path';
 import { needs, requirement } from '@seglift/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { template, ZkKafka } from '../kafka/support/brokers.js';
 import {
   brokerUser,
@@ -36,7 +40,7 @@ import {
 } from '../kafka/support/env.js';
 import { diffServed, Harness, type Served, summarize, type TopicSpec } from '../kafka/support/records.js';
 import { treeDigest } from '../kafka/support/seglift.js';
-import { buildImage, Cluster, clusterParts, K8S_BIN, NODE } from './support/cluster.js';
+import { buildImage, Cluster, clusterParts, K8S_BIN, NODE, PodMemory } from './support/cluster.js';
 
 const K8S_DIR = join(REPO_ROOT, 'e2e/k8s');
 /** Strimzi's broker user: the broker pod runs as it and every file of its volume is its. */
@@ -84,10 +88,29 @@ function kustomizations(dir = join(REPO_ROOT, 'deploy')): string[] {
   const subdirs = readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory());
   return [...own, ...subdirs.flatMap((e) => kustomizations(join(dir, e.name)))];
 }
+/**
+ * v2 gzip batches written by Kafka 3.9: its log dir, the queue form's stopped broker volume, holds
+ * them beside the v0 and v1 topics.
+ */
+const V2_K3: TopicSpec = {
+  name: 'v2-gzip-k3',
+  partitions: 1,
+  mode: 'headers',
+  count: 1500,
+  // Smaller than the legacy topics' segments: v2 gzip batches of these records are smaller.
+  configs: ['segment.bytes=8192', 'retention.ms=-1'],
+  producer: ['compression.type=gzip'],
+};
 const TOPICS = [...LEGACY, V2].map((t) => t.name);
+/** The stopped Kafka 3.9 broker's claim, which the suite's overlay of deploy/base names. */
+const QUEUE_CLAIM = 'data-kafka39-0';
+/** deploy/base/redis-deployment.yaml's user. */
+const REDIS_UID = 999;
 const LEGACY_NAMES = new Set(LEGACY.map((t) => t.name));
 
 let tmp = '';
+/** The stopped Kafka 3.9 broker's log dir: the queue form's volume (claim QUEUE_CLAIM). */
+let k3LogDir = '';
 let cluster: Cluster;
 let h4: Harness;
 /** The broker volume as the node sees it (the hostPath of its PersistentVolume). */
@@ -152,11 +175,11 @@ function partitions(): string[] {
 }
 
 /** The closed segments of a partition: every .log but the newest (the active segment). */
-function rolledSegments(tp: string): string[] {
-  const logs = readdirSync(join(logDir, tp))
+function rolledSegments(tp: string, dir = logDir): string[] {
+  const logs = readdirSync(join(dir, tp))
     .filter((f) => f.endsWith('.log'))
     .sort();
-  return logs.slice(0, -1).map((f) => join(logDir, tp, f));
+  return logs.slice(0, -1).map((f) => join(dir, tp, f));
 }
 
 /** magic and codec (attributes & 7) of every batch of a segment file. */
@@ -244,6 +267,7 @@ gate.describe('Kubernetes: the image, a single-node cluster, the two-phase Jobs 
     const images = timed('images', async () => [
       await buildImage('seglift', REPO_ROOT),
       await buildImage('kafka', jars4),
+      await buildImage('redis'),
     ]);
     const legacyDir = join(tmp, 'legacy');
     const zk = new ZkKafka(jars3, join(legacyDir, 'logs'), legacyDir, brokerUser());
@@ -251,16 +275,17 @@ gate.describe('Kubernetes: the image, a single-node cluster, the two-phase Jobs 
       await timed('Kafka 3.9 legacy topics', async () => {
         await zk.start();
         const produced = await h3.script(zk.bootstrap, legacyDir, 'legacy', [
-          ...LEGACY.map((t) => `create ${t.name} ${t.partitions} ${t.configs.join(' ')}`),
-          ...LEGACY.map(
+          ...[...LEGACY, V2_K3].map((t) => `create ${t.name} ${t.partitions} ${t.configs.join(' ')}`),
+          ...[...LEGACY, V2_K3].map(
             (t, i) => `produce ${t.name} ${t.mode} ${t.count} ${1000 + i} ${t.producer.join(' ')}`,
           ),
         ]);
-        for (const t of LEGACY) expect(produced).toContain(`produced ${t.name} ${t.count}`);
+        for (const t of [...LEGACY, V2_K3]) expect(produced).toContain(`produced ${t.name} ${t.count}`);
       });
     } finally {
       await zk.stop();
     }
+    k3LogDir = join(legacyDir, 'logs');
     await up;
     const tars = await images;
     for (const tar of tars) await timed(`import ${tar.split('/').at(-1)}`, () => cluster.import(tar));
@@ -274,7 +299,14 @@ gate.describe('Kubernetes: the image, a single-node cluster, the two-phase Jobs 
     mkdirSync(backup, { recursive: true });
     ownByBroker(join(tmp, 'volumes'));
     await cluster.kubectl(['apply', '-f', '-'], readFileSync(join(K8S_DIR, 'manifests/kafka.yaml'), 'utf8'));
-    await cluster.kubectl(['apply', '-f', '-'], volumes(volume, backup));
+    await cluster.kubectl(
+      ['apply', '-f', '-'],
+      [
+        pv('kafka-0-data', volume, '1Gi', 'data-kafka-0'),
+        // deploy/two-phase/backup-pvc.yaml asks for 500Gi ("size it like the broker's data").
+        pv('kafka-0-seglift-backup', backup, '500Gi', `seglift-backup-${BROKER_POD}`),
+      ].join('---'),
+    );
     const server = template('kraft.properties', {
       BROKER_PORT: 9092,
       CONTROLLER_PORT: 9093,
@@ -417,7 +449,7 @@ gate.describe('Kubernetes: the image, a single-node cluster, the two-phase Jobs 
     'prepare: the Job runs beside the running broker pod on its node and completes, staging every rolled segment; the log dir is byte-identical',
     async () => {
       const before = logDirDigest();
-      const rolled = partitions().flatMap(rolledSegments).length;
+      const rolled = partitions().flatMap((tp) => rolledSegments(tp)).length;
       await applyPhase('seglift.io/phase!=commit');
       await cluster.wait(NS, `job/${PREPARE}`, 'condition=Complete', 300);
       const pods = await cluster.json<{ items: { spec: { nodeName: string } }[] }>([
@@ -460,7 +492,7 @@ gate.describe('Kubernetes: the image, a single-node cluster, the two-phase Jobs 
     'commit once the broker pod is held (the guide: OnDelete, a node selector no node has, delete the pod): the Job completes; every rolled segment is v2 zstd, owned by the broker user with its mode',
     async () => {
       const modes = new Map<string, number>();
-      for (const f of partitions().flatMap(rolledSegments)) modes.set(f, statSync(f).mode);
+      for (const f of partitions().flatMap((tp) => rolledSegments(tp))) modes.set(f, statSync(f).mode);
       // The failed Job goes first (its name is the commit's), as the guide says after a failure.
       await cluster.kubectl(['-n', NS, 'delete', `job/${COMMIT}`, '--cascade=foreground', '--wait=true']);
       await runGuide('For a StatefulSet (a Helm chart');
@@ -470,7 +502,7 @@ gate.describe('Kubernetes: the image, a single-node cluster, the two-phase Jobs 
       const logs = await cluster.jobLogs(NS, COMMIT);
       expect(logs).toMatch(`stage: committed from stage ${staged}, converted at commit 0, discarded 0`);
       expect(logs).toMatch(/failed 0/);
-      const rolled = partitions().flatMap(rolledSegments);
+      const rolled = partitions().flatMap((tp) => rolledSegments(tp));
       expect(rolled.length).toBe(staged);
       for (const f of rolled) {
         const st = statSync(f);
@@ -496,10 +528,217 @@ gate.describe('Kubernetes: the image, a single-node cluster, the two-phase Jobs 
     const log = (await cluster.kubectlRaw(['-n', NS, 'logs', BROKER_POD])).stdout;
     expect(log.split('\n').filter((l) => BROKER_PROBLEMS.test(l))).toEqual([]);
   });
+
+  step(
+    "the queue form (deploy/base) on the stopped Kafka 3.9 broker's volume: Redis takes its password from the mounted Secret file only; the watcher Job and the worker Job complete, both workers drained and exited 0, every rolled segment v2 zstd, no worker at its memory limit",
+    async () => {
+      // The stopped broker's volume as its StatefulSet would leave it: its claim, its user's files.
+      const tps = readdirSync(k3LogDir, { withFileTypes: true })
+        .filter((e) => e.isDirectory() && /-\d+$/.test(e.name))
+        .map((e) => e.name)
+        .sort();
+      expect(tps).toEqual([...LEGACY, V2_K3].map((t) => `${t.name}-0`).sort());
+      const rolled = tps.flatMap((tp) => rolledSegments(tp, k3LogDir));
+      for (const tp of tps) expect(rolledSegments(tp, k3LogDir).length, tp).toBeGreaterThan(0);
+      expect(new Set(rolled.map((f) => batches(f)[0].magic))).toEqual(new Set([0, 1, 2]));
+      const actives = () =>
+        Object.fromEntries(
+          Object.entries(treeDigest(k3LogDir)).filter(
+            ([p]) => p.endsWith('.log') && !rolled.includes(join(k3LogDir, p)),
+          ),
+        );
+      const activesBefore = actives();
+      expect(Object.keys(activesBefore).length).toBe(tps.length);
+      ownByBroker(k3LogDir);
+      const redisData = join(tmp, 'volumes/seglift-redis');
+      const backup = join(tmp, 'volumes/seglift-backup');
+      mkdirSync(redisData, { recursive: true });
+      mkdirSync(backup, { recursive: true });
+      chownTree(redisData, { uid: REDIS_UID, gid: REDIS_UID, name: 'redis' });
+      ownByBroker(backup);
+      await cluster.kubectl(
+        ['apply', '-f', '-'],
+        [
+          pv('kafka39-0-data', k3LogDir, '1Gi', QUEUE_CLAIM),
+          pv('seglift-redis', redisData, '2Gi', 'seglift-redis'),
+          pv('seglift-backup', backup, '500Gi', 'seglift-backup'),
+          `
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: { name: ${QUEUE_CLAIM}, namespace: ${NS} }
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  resources: { requests: { storage: 1Gi } }
+`,
+        ].join('---'),
+      );
+
+      // The operator's overlay of deploy/base (e2e/k8s/manifests/queue), its values filled in.
+      const queue = join(tmp, 'queue');
+      cpSync(join(K8S_DIR, 'manifests/queue'), queue, { recursive: true });
+      const fill = (file: string, from: string, to: string) =>
+        writeFileSync(join(queue, file), readFileSync(join(queue, file), 'utf8').replaceAll(from, to));
+      fill('kustomization.yaml', '../../../../deploy/', `${relative(queue, join(REPO_ROOT, 'deploy'))}/`);
+      const password = randomBytes(32).toString('hex');
+      fill('secret-patch.yaml', '@PASSWORD@', password);
+
+      // Redis first: the Jobs need its pod IP (no DNS, no kube-proxy here).
+      await cluster.kubectl([
+        'apply',
+        '-k',
+        queue,
+        '-l',
+        'app.kubernetes.io/component notin (watcher,worker)',
+      ]);
+      await cluster.wait(NS, 'deployment/seglift-redis', 'condition=Available', 180);
+      const redisPods = await cluster.json<{ items: { status: { podIP: string } }[] }>([
+        ...['-n', NS, 'get', 'pods', '-l', 'app.kubernetes.io/name=seglift-redis'],
+      ]);
+      expect(redisPods.items.length).toBe(1);
+      const redisIp = redisPods.items[0].status.podIP;
+      // The password is in no object but the Secret, and redis-server requires it: it can only
+      // have come from the included file (the Secret's redis-auth.conf, mounted).
+      const deployment = await cluster.kubectl(['-n', NS, 'get', 'deployment/seglift-redis', '-o', 'json']);
+      expect(deployment).not.toContain(password);
+      expect(JSON.stringify(redisPods)).not.toContain(password);
+      const { REDISCLI_AUTH: _, ...env } = process.env;
+      const ping = (auth: Record<string, string>) =>
+        run('redis-cli', ['-h', redisIp, 'ping'], { env: { ...env, ...auth }, timeoutMs: 10_000 });
+      expect((await ping({})).stdout).toMatch(/NOAUTH/);
+      expect((await ping({ REDISCLI_AUTH: password })).stdout.trim()).toBe('PONG');
+
+      fill('jobs-patch.yaml', '@REDIS_POD_IP@', redisIp);
+      const memory = new PodMemory();
+      memory.start();
+      try {
+        await cluster.kubectl([
+          'apply',
+          '-k',
+          queue,
+          '-l',
+          'app.kubernetes.io/component in (watcher,worker)',
+        ]);
+        await cluster.wait(NS, 'job/seglift-watcher', 'condition=Complete', 300);
+        // The workers exit once the queue has been empty for deploy/base's --idle-ms (2 minutes).
+        await cluster.wait(NS, 'job/seglift-worker', 'condition=Complete', 300);
+      } finally {
+        memory.stop();
+      }
+
+      // The watcher: every rolled segment queued once, converted, read again and found done.
+      const watcherLog = await cluster.jobLogs(NS, 'seglift-watcher');
+      const finished = jsonLines(watcherLog).find((l) => l.msg === 'run finished');
+      expect(finished, watcherLog).toMatchObject({
+        ready: rolled.length,
+        queued: rolled.length,
+        alreadyDone: 0,
+        succeeded: rolled.length,
+        failed: 0,
+        lost: 0,
+        abandoned: 0,
+        notDone: 0,
+      });
+      expect(watcherLog).not.toContain(password);
+      expect(troubles(jsonLines(watcherLog))).toEqual([]);
+
+      // The workers: two pods, each drained and exited 0, none OOM-killed, none replaced; between
+      // them every segment converted once.
+      const workerJob = await cluster.json<{ status: { succeeded?: number; failed?: number } }>([
+        ...['-n', NS, 'get', 'job/seglift-worker'],
+      ]);
+      expect(workerJob.status).toMatchObject({ succeeded: 2 });
+      expect(workerJob.status.failed ?? 0).toBe(0);
+      const workers = await cluster.json<{
+        items: {
+          metadata: { name: string; uid: string };
+          spec: { containers: { resources: { limits: { memory: string } } }[] };
+          status: {
+            containerStatuses: {
+              restartCount: number;
+              state: { terminated?: { exitCode: number; reason: string } };
+              lastState: { terminated?: unknown };
+            }[];
+          };
+        }[];
+      }>(['-n', NS, 'get', 'pods', '-l', 'job-name=seglift-worker']);
+      expect(workers.items.length).toBe(2);
+      const baseLimit = (
+        parseYaml(readFileSync(join(REPO_ROOT, 'deploy/base/worker-job.yaml'), 'utf8')) as {
+          spec: { template: { spec: { containers: { resources: { limits: { memory: string } } }[] } } };
+        }
+      ).spec.template.spec.containers[0].resources.limits.memory;
+      expect(baseLimit).toBe('512Mi');
+      let converted = 0;
+      const peaks: string[] = [];
+      for (const pod of workers.items) {
+        const name = pod.metadata.name;
+        expect(pod.spec.containers[0].resources.limits.memory, name).toBe(baseLimit);
+        const [status] = pod.status.containerStatuses;
+        const { exitCode, reason } = status.state.terminated ?? {};
+        expect({ name, exitCode, reason, restarts: status.restartCount, last: status.lastState }).toEqual({
+          name,
+          exitCode: 0,
+          reason: 'Completed',
+          restarts: 0,
+          last: {},
+        });
+        const log = jsonLines((await cluster.kubectlRaw(['-n', NS, 'logs', name, '--tail=-1'])).stdout);
+        expect(
+          log.find((l) => l.signal === 'drained'),
+          name,
+        ).toMatchObject({ exitCode: 0 });
+        expect(troubles(log), name).toEqual([]);
+        converted += log.filter((l) => l.msg === 'segment done' && l.result === 'converted').length;
+        // Its memory cgroup, read while it ran: the limit is deploy's, never reached.
+        const use = memory.pods.get(pod.metadata.uid);
+        expect(use, `${name}: its memory cgroup was never read`).toBeDefined();
+        if (!use) continue;
+        expect(use.limit, name).toBe(512 * 1024 * 1024);
+        expect({ name, failcnt: use.failcnt }).toEqual({ name, failcnt: 0 });
+        expect(use.maxUsage, name).toBeLessThan(use.limit);
+        peaks.push(`${name} ${(use.maxUsage / 2 ** 20).toFixed(0)} MiB`);
+      }
+      expect(converted).toBe(rolled.length);
+      timings.push(`queue: ${rolled.length} segments, worker peaks ${peaks.join(', ')} of ${baseLimit}`);
+
+      // On the volume: every rolled segment v2 zstd, owned by the broker's user; the active
+      // segments as they were; each original in the backup volume.
+      for (const f of rolled) {
+        const st = statSync(f);
+        expect({ f, uid: st.uid, gid: st.gid }).toEqual({ f, uid: BROKER_UID, gid: BROKER_GID });
+        expect(
+          batches(f).filter((b) => b.magic !== 2 || b.codec !== ZSTD),
+          f,
+        ).toEqual([]);
+      }
+      expect(actives()).toEqual(activesBefore);
+      const backups = Object.keys(treeDigest(backup)).filter((p) => p.endsWith('.log'));
+      expect(backups.length).toBe(rolled.length);
+    },
+  );
 });
 
-function volumes(data: string, backup: string): string {
-  const pv = (name: string, path: string, size: string, claim: string) => `
+/** The JSON lines of a seglift program's log (pino); other lines are left out. */
+function jsonLines(log: string): Record<string, unknown>[] {
+  return log.split('\n').flatMap((l) => {
+    if (!l.startsWith('{')) return [];
+    try {
+      return [JSON.parse(l) as Record<string, unknown>];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/** A seglift log's warnings and errors (a Service's SEGLIFT_* variables were one), by message. */
+function troubles(lines: Record<string, unknown>[]): unknown[] {
+  return lines.filter((l) => l.level !== 'info' && l.level !== 'debug').map((l) => l.msg);
+}
+
+/** A static PersistentVolume (a directory of this host) that only the named claim binds to. */
+function pv(name: string, path: string, size: string, claim: string): string {
+  return `
 apiVersion: v1
 kind: PersistentVolume
 metadata:
@@ -512,11 +751,6 @@ spec:
   claimRef: { namespace: ${NS}, name: ${claim} }
   hostPath: { path: ${path}, type: Directory }
 `;
-  return [
-    pv('kafka-0-data', data, '1Gi', 'data-kafka-0'),
-    // deploy/two-phase/backup-pvc.yaml asks for 500Gi ("size it like the broker's data").
-    pv('kafka-0-seglift-backup', backup, '500Gi', `seglift-backup-${BROKER_POD}`),
-  ].join('---');
 }
 
 /** Gives a tree to the broker's user, as the broker's own writes would leave it. */

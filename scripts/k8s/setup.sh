@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything the Kubernetes suite (e2e/k8s, `pnpm test:k8s`) needs on the machine, installed once
 # and cached outside the repository ($SEGLIFT_K8S_CACHE, by version): fast when all is there.
-#   - Debian packages: containerd, runc, CNI plugins, etcd, iptables tools, buildah, debootstrap
+#   - Debian packages: containerd, runc, CNI plugins, etcd, iptables tools, buildah, debootstrap,
+#     redis-server (deploy/base's queue image is made of it: images.sh redis)
 #   - the Kubernetes binaries (build-kube.sh: built from the Go module proxy, several minutes cold)
 #   - the sandbox (pause) image and the base image given to the Dockerfile as NODE_IMAGE
 #     (images.sh)
@@ -13,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 start=$(date +%s)
 
 packages=(containerd runc containernetworking-plugins iptables conntrack socat etcd-server
-  buildah debootstrap gcc libc6-dev openssl ca-certificates curl)
+  buildah debootstrap gcc libc6-dev openssl ca-certificates curl redis-server)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -4,7 +4,7 @@
  * Everything the cluster needs on the machine is installed by scripts/k8s/setup.sh.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { requirement } from '@seglift/testkit';
 import { describeRun, REPO_ROOT, type RunResult, run } from '../../kafka/support/env.js';
@@ -35,6 +35,7 @@ export const clusterParts = requirement(
       ['etcd', ['--version']],
       ['buildah', ['--version']],
       ['ctr', ['--version']],
+      ['redis-server', ['--version']],
     ] as const)
       if (!probe(cmd, [...args])) return `\`${cmd}\` cannot be run`;
     if (!existsSync(join(K8S_CACHE, 'images/pause.tar'))) return 'no pause image';
@@ -49,8 +50,8 @@ async function script(name: string, args: string[], timeoutMs: number): Promise<
 }
 
 /** An image built by scripts/k8s/images.sh (the archive's path). */
-export function buildImage(what: 'seglift' | 'kafka', arg: string): Promise<string> {
-  return script('images.sh', [what, arg], 1_500_000);
+export function buildImage(what: 'seglift' | 'kafka' | 'redis', arg?: string): Promise<string> {
+  return script('images.sh', arg === undefined ? [what] : [what, arg], 1_500_000);
 }
 
 export class Cluster {
@@ -135,5 +136,62 @@ export class Cluster {
   async jobLogs(ns: string, job: string): Promise<string> {
     const r = await this.kubectlRaw(['-n', ns, 'logs', `job/${job}`, '--tail=-1']);
     return `${r.stdout}${r.stderr}`;
+  }
+}
+
+/** What a pod's memory cgroup said, the last time it was read. */
+export interface PodMemoryUse {
+  /** memory.max_usage_in_bytes: the most the pod's processes (and their page cache) ever used. */
+  maxUsage: number;
+  /** memory.limit_in_bytes: the sum of its containers' limits, as the kubelet set it. */
+  limit: number;
+  /** memory.failcnt: how often the usage reached the limit (and the kernel had to reclaim). */
+  failcnt: number;
+}
+
+/**
+ * Reads the memory cgroup of every pod on the node while it runs, by pod uid: the node's kubelet
+ * (cgroupfs driver, cgroup v1) keeps each pod under kubepods[/<qos class>]/pod<uid>, and removes
+ * it when the pod ends, so the last reading is kept. Only files are read: no API call per sample.
+ */
+export class PodMemory {
+  readonly pods = new Map<string, PodMemoryUse>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(readonly root = '/sys/fs/cgroup/memory/kubepods') {}
+
+  start(everyMs = 500): void {
+    this.sample();
+    this.timer = setInterval(() => this.sample(), everyMs);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.sample();
+  }
+
+  private sample(): void {
+    for (const qos of ['', 'burstable', 'besteffort']) {
+      const dir = join(this.root, qos);
+      let entries: string[];
+      try {
+        entries = readdirSync(dir).filter((e) => e.startsWith('pod'));
+      } catch {
+        continue;
+      }
+      for (const e of entries) {
+        const read = (f: string) => Number(readFileSync(join(dir, e, f), 'utf8'));
+        try {
+          // The kubelet names the cgroup pod<uid>, its dashes kept (cgroupfs driver).
+          this.pods.set(e.slice(3), {
+            maxUsage: read('memory.max_usage_in_bytes'),
+            limit: read('memory.limit_in_bytes'),
+            failcnt: read('memory.failcnt'),
+          });
+        } catch {
+          // Removed between the listing and the read: the pod ended, its last reading stays.
+        }
+      }
+    }
   }
 }
