@@ -2,6 +2,7 @@ import {
   batchCompression,
   batchLastOffset,
   batchTimestampType,
+  CorruptRecordError,
   checkRecordBatchCrc,
   codecName,
   DEFAULT_MAX_BATCH_BYTES,
@@ -117,6 +118,31 @@ export function keptAsIs(
   if (recompressedBytes > (options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES)) return 'oversize';
   if (options.onlyIfSmaller === true && recompressedBytes > sourceBytes) return 'larger';
   return undefined;
+}
+
+/**
+ * Offsets go forward from entry to entry, as verify requires of a segment's records ("offset X
+ * does not follow Y"): a segment whose offsets go backwards is refused in verify's words, never
+ * converted into one that passes for good (a broker's offset index and fetches assume they
+ * increase). Entry by entry: a v2 batch from its baseOffset to its last offset; a legacy entry by
+ * its offset (a wrapper's is its last inner record's; the upconverter refuses inner records that
+ * go backwards).
+ */
+export class OffsetOrder {
+  private last: bigint | undefined;
+
+  constructor(private readonly file: string) {}
+
+  /** The entry at `position` holds offsets `first` to `last`; throws CorruptRecordError when it does not follow. */
+  follow(first: bigint, last: bigint, position: number): void {
+    if (this.last !== undefined && first <= this.last)
+      throw new CorruptRecordError(`offset ${first} does not follow ${this.last}`, {
+        file: this.file,
+        position,
+        offset: first,
+      });
+    this.last = last;
+  }
 }
 
 /** Adds file and position (pure functions report positions relative to the entry). */

@@ -34,6 +34,7 @@ import {
   inspectEntry,
   keptAsIs,
   needsRewrite,
+  OffsetOrder,
   withEntryContext,
 } from './entry.js';
 import { RecompressedBatchProofs, type UpconvertedRun, UpconvertedRunProofs } from './proofs.js';
@@ -127,9 +128,11 @@ export async function alreadyConverted(
   digest?: Hash,
 ): Promise<boolean> {
   const target = targetCodec(settings);
+  const order = new OffsetOrder(source.name);
   for await (const entry of source.entries(sourceReadOptions(settings, report))) {
     digest?.update(entry.bytes);
     const info = inspectEntry(entry, source.name);
+    order.follow(info.offset, info.lastOffset, info.position);
     if (needsRewrite(info, target.id) && !keptLarger(entry, info, target, settings)) return false;
     report.batchesIn++;
     report.recordsIn += info.header!.recordsCount;
@@ -260,6 +263,7 @@ class RewritePass {
   /** Legacy entries per (magic << 3 | codec), for report.codecMixIn (added once per chunk). */
   private readonly legacyMix = new Int32Array(16);
   private nextProgress = 0;
+  private readonly order: OffsetOrder;
 
   constructor(
     private readonly source: SegmentSource,
@@ -270,6 +274,7 @@ class RewritePass {
   ) {
     this.settings = job.settings;
     this.report = job.report;
+    this.order = new OffsetOrder(source.name);
     this.target = targetCodec(this.settings);
     this.index = new SegmentIndexBuilder(source.baseOffset, {
       indexIntervalBytes: this.settings.indexIntervalBytes ?? DEFAULT_INDEX_INTERVAL_BYTES,
@@ -360,6 +365,8 @@ class RewritePass {
       };
       this.runFrom = p;
     }
+    const offset = b.readBigInt64BE(p);
+    this.order.follow(offset, offset, position);
     try {
       // Checks the entry's CRC-32 (and a wrapper's inner ones) as inspectEntry would.
       this.up.pushEntry(b, p, p + size);
@@ -380,6 +387,7 @@ class RewritePass {
     }
     // The stored CRC-32C is checked here once (the recompression is told so).
     const info = inspectEntry(entry, this.source.name);
+    this.order.follow(info.offset, info.lastOffset, entry.position);
     const key = formatKey(2, info.codec);
     this.report.codecMixIn[key] = (this.report.codecMixIn[key] ?? 0) + 1;
     try {
