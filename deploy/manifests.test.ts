@@ -396,7 +396,7 @@ describeWith(needs(kubectl), 'base: config and Jobs', () => {
   const worker = find(docs, 'Job', 'seglift-worker');
   const watcher = find(docs, 'Job', 'seglift-watcher');
 
-  it('is a valid @seglift/config file with one conversion per worker pod, backups outside the roots', () => {
+  it("is a valid @seglift/config file with one conversion per worker pod, backups inside the workers' roots", () => {
     expect(config.roots).toEqual(['/data']);
     expect(config.codec).toBe('zstd');
     expect(config.worker.concurrency).toBe(1);
@@ -406,7 +406,12 @@ describeWith(needs(kubectl), 'base: config and Jobs', () => {
     // The Redis URL comes from the Secret, never from the ConfigMap.
     expect(find(docs, 'ConfigMap', 'seglift-config').data['seglift.yaml']).not.toContain('redis');
     expect(config.backupDir).toBe('/backup');
+    // The one rule (safety/backup.ts): the backup dir is written, so it lies inside the roots of
+    // what writes it (the workers: SEGLIFT_ROOTS overrides the file), and outside the data's.
     for (const root of config.roots) expect(config.backupDir!.startsWith(`${root}/`)).toBe(false);
+    const roots = envOf(container(worker, 'worker')).SEGLIFT_ROOTS.value.split(',');
+    expect(roots).toEqual([...config.roots, config.backupDir]);
+    expect(envOf(container(watcher, 'watcher')).SEGLIFT_ROOTS).toBeUndefined();
   });
 
   it('run the watcher once and wait, and the workers in parallel as a work queue that exit when drained', () => {

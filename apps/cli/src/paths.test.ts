@@ -159,6 +159,38 @@ describe('configured roots bind the CLI as they bind the worker: exit 2 before a
     expect((await run(['convert', '--in-place', inA], env)).code).toBe(0);
   });
 
+  it('one rule for the backup dir: inside the roots (it is written to), outside every log dir migrated; exit 2 otherwise', async () => {
+    const a = tmpDir();
+    const data = path.join(a, 'data');
+    const seg = writeSegment(path.join(data, 't-0'), 0n, legacy(0, 5));
+    writeSegment(path.join(data, 't-0'), 5n, [v2Batch(5n, 1)]);
+    const before = readFileSync(seg);
+    const env = { SEGLIFT_ROOTS: a };
+    // Inside the log dir of the partition given (a broker refuses to start beside it), with or
+    // without roots.
+    const inLogDir = path.join(data, 'backups');
+    for (const argv of [
+      ['migrate', path.join(data, 't-0'), '--backup-dir', inLogDir],
+      ['convert', '--in-place', seg, '--backup-dir', inLogDir],
+    ])
+      for (const e of [env, {}]) {
+        const r = await run(argv, e);
+        expect([argv.join(' '), r.code]).toEqual([argv.join(' '), 2]);
+        expect(r.stderr).toBe(
+          `error[INVALID_ARGUMENT]: backup dir ${inLogDir} is inside ${data}, which is being migrated: choose a backup directory outside the log directories (a later run would rewrite the backups) (file ${inLogDir})\n`,
+        );
+      }
+    expect(readFileSync(seg)).toEqual(before);
+    // Inside the roots, outside the log dir: taken, and passed over by the walks of the roots.
+    const backups = path.join(a, 'backups');
+    const m = await run(['migrate', data, '--backup-dir', backups, '--json'], env);
+    expect(m.code, m.stderr).toBe(0);
+    expect(JSON.parse(lines(m.stdout).at(-1)!)).toMatchObject({ partitions: 1, converted: 1, failed: 0 });
+    expect(readFileSync(path.join(backups, 't-0', path.basename(seg)))).toEqual(before);
+    const audit = await run(['audit', a, '--json'], env);
+    expect(JSON.parse(lines(audit.stdout).at(-1)!)).toMatchObject({ partitions: 1 });
+  });
+
   it('a prepare writes no backup: a backup dir outside the roots (the shared config of a commit) does not refuse it', async () => {
     const a = tmpDir();
     writeSegment(path.join(a, 'data', 't-0'), 0n, legacy(0, 5));

@@ -191,8 +191,10 @@ needs(redisServer, dist).describe('distributed mode end to end', () => {
     const segments = generateLogDir(root, { topic: 'rb', partitions: 1, perPartition: 3, records: 30 });
     const before = await snapshot(segments);
     const env = { ...envFor(root, 'e2e-r'), SEGLIFT_BACKUP_DIR: backups };
+    // The workers write the backups: within their roots, as deploy/base gives them.
+    const workerEnv = { ...env, SEGLIFT_ROOTS: `${root},${backups}` };
     const migrate = async () => {
-      const w = run(WORKER, ['--exit-when-drained', '--idle-ms', '1000'], env);
+      const w = run(WORKER, ['--exit-when-drained', '--idle-ms', '1000'], workerEnv);
       procs.push(w);
       const watcher = run(WATCHER, ['--once', '--wait'], env);
       const code = await watcher.exited;

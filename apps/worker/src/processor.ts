@@ -1,4 +1,4 @@
-import { stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import type { Config, ConversionSettings } from '@seglift/config';
 import { childLogger, type Logger, recordSegmentReport, type SegliftMetrics } from '@seglift/observability';
@@ -14,10 +14,12 @@ import {
   tryLease,
 } from '@seglift/queue';
 import {
+  assertBackupDirOutside,
   assertLogDirHolds,
   type ConvertOptions,
-  holdLogDirLock,
+  holdLogDirLocks,
   LogDirLockedError,
+  logDirsGuarding,
   openStageDir,
   quietAtStart,
   type ReadinessRules,
@@ -77,6 +79,8 @@ interface JobSegment {
   queued: SegmentFileState;
   stageDir?: string;
   logDir: string;
+  /** In place: every log dir whose .lock guards the partition (logDirsGuarding), all taken. */
+  logDirs: string[];
   rules: ReadinessRules;
   /** The job's conversion settings, within the worker's limits (jobSettings). */
   settings: ConversionSettings;
@@ -162,10 +166,10 @@ async function segmentOf(
       throw toJobError(err);
     }
   }
-  // The log dir whose .lock is taken (in place) and that the stage serves (prepare): the one the
-  // watcher found the partition in, which for a partition linked in from another disk is not its
-  // real path's grandparent. Not trusted: within the roots and holding the partition, or the job
-  // fails (LOG_DIR_UNKNOWN): never another directory's .lock instead of the broker's.
+  // The log dir the stage serves (prepare), and one of those locked in place: the one the watcher
+  // found the partition in, which for a partition linked in from another disk is not its real
+  // path's grandparent. Not trusted: within the roots and holding the partition, or the job fails
+  // (LOG_DIR_UNKNOWN).
   let logDir = dirname(dirname(logPath));
   if (parsed.data.logDir !== undefined) {
     try {
@@ -173,6 +177,22 @@ async function segmentOf(
         await resolveWithinRoots(parsed.data.logDir, config.roots),
         dirname(logPath),
       );
+    } catch (err) {
+      throw toJobError(err);
+    }
+  }
+  // In place, the .lock of every log dir guarding the partition, whatever logDir the job claims:
+  // the claimed one, the one its path names it in, and its real parent (a broker holds one of
+  // them). A path named through a link from outside the roots is refused, never its .lock made.
+  // The backup dir: inside the roots, outside those log dirs (one rule with migrate's).
+  let logDirs: string[] = [];
+  if (stageDir === undefined) {
+    try {
+      const named = dirname(dirname(parsed.data.path));
+      if ((await realpath(named).catch(() => named)) !== dirname(dirname(logPath)))
+        await resolveWithinRoots(named, config.roots);
+      logDirs = await logDirsGuarding(dirname(logPath), [logDir, named]);
+      if (config.backupDir) await assertBackupDirOutside(config.backupDir, logDirs, config.roots);
     } catch (err) {
       throw toJobError(err);
     }
@@ -206,7 +226,7 @@ async function segmentOf(
     await markDone(redis, config, now, settings);
     return finished(logPath, 'skipped', 'already-target-codec', size);
   }
-  return { logPath, size, queued, stageDir, logDir, rules, settings };
+  return { logPath, size, queued, stageDir, logDir, logDirs, rules, settings };
 }
 
 /** One signal aborted by any of `signals`, with the first one's reason. */
@@ -310,7 +330,7 @@ export function createProcessor(deps: ProcessorDeps) {
 
   async function convert(
     job: Job,
-    { logPath, logDir, size, queued, stageDir, rules, settings }: JobSegment,
+    { logPath, logDir, logDirs, size, queued, stageDir, rules, settings }: JobSegment,
     lease: PartitionLease,
     bullSignal?: AbortSignal,
   ) {
@@ -338,9 +358,9 @@ export function createProcessor(deps: ProcessorDeps) {
         : {
             stageDir: stagePartitionDir(await openStageDir(stageDir, logDir, true), dirname(logPath)),
           };
-    // In place: the log dir's .lock, as a broker holds it, for the whole conversion (shared by
-    // this process's jobs; a broker holding it refuses the job: classify.ts).
-    const logDirLock = stageDir === undefined ? holdLogDirLock(logDir) : undefined;
+    // In place: the .lock of every log dir guarding it, as a broker holds one, for the whole
+    // conversion (shared by this process's jobs; a broker holding one refuses the job: classify.ts).
+    const logDirLock = stageDir === undefined ? holdLogDirLocks(logDirs) : undefined;
     try {
       return await deps.convert(logPath, {
         ...settings,

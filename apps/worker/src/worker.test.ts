@@ -571,8 +571,113 @@ needs(redisServer).describe('worker with a real Redis', () => {
     },
   );
 
+  it('the backup dir, one rule with migrate: inside the roots and outside the log dir, or every in-place job fails', async () => {
+    const calls: Array<string | undefined> = [];
+    const convert: ConvertFn = async (p, o) => {
+      calls.push(o.backupDir);
+      return report(p, { result: 'skipped', reason: 'already-target-codec' });
+    };
+    const cases = [
+      [join(outside, 'backups'), { code: 'PATH_OUTSIDE_ROOTS' }],
+      [join(root, 'backups-in-log-dir'), { code: 'INVALID_ARGUMENT' }],
+      [join(tmp, 'root-backups'), undefined],
+    ] as const;
+    for (const [backupDir, refused] of cases) {
+      // The partition's log dir is root; the last backup dir lies in a second root beside it.
+      const { config, dir, conn, queue, events } = setup([seg(0), seg(10)], {
+        backupDir,
+        ...(refused === undefined ? { roots: [root, tmp] } : {}),
+      });
+      const w = await startWorker({ config, logger, convert });
+      try {
+        const r = await finished(
+          await add(queue, config, { path: join(dir, seg(0)), size: 1, mtimeMs: 1 }),
+          events,
+        );
+        if (refused === undefined) expect(r).toMatchObject({ ok: true, value: { result: 'skipped' } });
+        else {
+          expect(r.ok, backupDir).toBe(false);
+          expect(JSON.parse(String(r.value))).toMatchObject({
+            ...refused,
+            message: expect.stringContaining(`backup dir ${backupDir} `),
+          });
+        }
+      } finally {
+        await w.shutdown();
+        await Promise.all([queue.close(), events.close()]);
+        conn.disconnect();
+      }
+    }
+    expect(calls).toEqual([join(tmp, 'root-backups')]);
+  });
+
   needs(python3).it(
-    "a job of a partition linked into a log dir takes that log dir's .lock (the job's logDir, checked), never its real parent's",
+    "a job whose logDir holds a link to a broker's partition takes the broker's .lock (the real parent's), whatever logDir it claims",
+    async () => {
+      const { config, conn, queue, events } = setup([]);
+      // The broker's log dir ld2 holds idem-0; the job's logDir jd holds `idem-0 -> ld2/idem-0`.
+      const ld2 = join(root, `${queue.name}-ld2`);
+      const part = join(ld2, 'idem-0');
+      mkdirSync(part, { recursive: true });
+      for (const f of [seg(0), seg(10)]) writeFileSync(join(part, f), `data ${f}`);
+      const jd = join(root, `${queue.name}-jd`);
+      mkdirSync(jd);
+      symlinkSync(part, join(jd, 'idem-0'));
+      // A link from outside the roots to the partition: never a path a job may name it by.
+      const outLink = join(outside, `${queue.name}-idem-0`);
+      symlinkSync(part, outLink);
+      const calls: string[] = [];
+      const convert: ConvertFn = async (p) => {
+        calls.push(p);
+        return report(p, { result: 'skipped', reason: 'already-target-codec' });
+      };
+      const broker = await holdLockAsABroker(join(ld2, '.lock'));
+      const w = await startWorker({ config, logger, convert });
+      const locked = {
+        code: 'LOG_DIR_LOCKED',
+        message: expect.stringContaining(`log dir ${ld2} is locked by pid ${broker.pid}`),
+      };
+      try {
+        // By its real path, claiming jd: jd's .lock and ld2's; ld2's is held.
+        const claimed = await finished(
+          await add(queue, config, { path: join(part, seg(0)), size: 1, mtimeMs: 1, logDir: jd }),
+          events,
+        );
+        expect(claimed.ok).toBe(false);
+        expect(JSON.parse(String(claimed.value))).toMatchObject(locked);
+        // Through the link, claiming nothing: the same.
+        const linked = await finished(
+          await add(queue, config, { path: join(jd, 'idem-0', seg(0)), size: 1, mtimeMs: 1 }),
+          events,
+        );
+        expect(JSON.parse(String(linked.value))).toMatchObject(locked);
+        const out = await finished(
+          await add(queue, config, { path: join(outLink, seg(0)), size: 1, mtimeMs: 1 }),
+          events,
+        );
+        expect(JSON.parse(String(out.value))).toMatchObject({ code: 'PATH_OUTSIDE_ROOTS' });
+        expect(calls).toEqual([]);
+      } finally {
+        broker.stdin.end();
+        await new Promise((resolve) => broker.once('exit', resolve));
+      }
+      try {
+        const free = await finished(
+          await add(queue, config, { path: join(part, seg(0)), size: 1, mtimeMs: 1, logDir: jd }),
+          events,
+        );
+        expect(free).toMatchObject({ ok: true, value: { result: 'skipped' } });
+        expect(calls).toEqual([join(part, seg(0))]);
+      } finally {
+        await w.shutdown();
+        await Promise.all([queue.close(), events.close()]);
+        conn.disconnect();
+      }
+    },
+  );
+
+  needs(python3).it(
+    "a job of a partition linked into a log dir takes that log dir's .lock (the job's logDir, checked), and its real parent's",
     async () => {
       const { config, dir, conn, queue, events } = setup([seg(0), seg(10)]);
       // The log dir L holds `t-0 -> dir`: the partition's real parent (root) is not L.
@@ -581,11 +686,11 @@ needs(redisServer).describe('worker with a real Redis', () => {
       symlinkSync(dir, join(logDir, 't-0'));
       const stranger = join(root, `${basename(dir)}-stranger`);
       mkdirSync(stranger);
-      const seen: ({ pid: number } | undefined)[] = [];
+      const seen: ({ pid: number } | undefined)[][] = [];
       const calls: string[] = [];
       const convert: ConvertFn = async (p) => {
         calls.push(p);
-        seen.push(logDirLockHolder(logDir));
+        seen.push([logDirLockHolder(logDir), logDirLockHolder(root)]);
         return report(p, { result: 'skipped', reason: 'already-target-codec' });
       };
       writeFileSync(join(logDir, '.lock'), '');
@@ -625,8 +730,9 @@ needs(redisServer).describe('worker with a real Redis', () => {
         const free = await finished(await add(queue, config, { path, size: 1, mtimeMs: 1, logDir }), events);
         expect(free).toMatchObject({ ok: true, value: { result: 'skipped' } });
         // Held by this worker during the conversion.
-        expect(seen).toEqual([{ pid: -1 }]);
+        expect(seen).toEqual([[{ pid: -1 }, { pid: -1 }]]);
         expect(logDirLockHolder(logDir)).toBeUndefined();
+        expect(logDirLockHolder(root)).toBeUndefined();
       } finally {
         await w.shutdown();
         await Promise.all([queue.close(), events.close()]);

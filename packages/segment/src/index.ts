@@ -9,6 +9,7 @@ export {
   findPartitionSegments,
   type IgnoredDir,
   listSegments,
+  logDirsGuarding,
   walkLogDirs,
 } from './discovery/discovery.js';
 export {
@@ -67,6 +68,7 @@ export {
 export { type MigrateOptions, type MigrateResult, migrate } from './runs/migrate.js';
 export { ConversionPool } from './runs/pool.js';
 export { commitStage, prepareStage, type StageCounts } from './runs/two-phase.js';
+export { assertBackupDirOutside } from './safety/backup.js';
 export { kafkaLeftovers } from './safety/leftovers.js';
 export {
   acquireLogDirLock,
@@ -74,7 +76,6 @@ export {
   holdLogDirLock,
   holdLogDirLocks,
   logDirLockHolder,
-  logDirOfSegment,
 } from './safety/logdir-lock.js';
 export { isInside, realPathWithinRoots, resolveWithinRoots } from './safety/roots.js';
 export {

@@ -147,7 +147,7 @@ describe('seglift convert', () => {
     const part = path.join(dir, 'topic-0');
     const src = mixedSegment(part);
     const before = readFileSync(src);
-    const backup = path.join(dir, 'backup');
+    const backup = path.join(tmpDir(), 'backup');
     const r = await run(['convert', src, '--codec', 'lz4', '--in-place', '--backup-dir', backup]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);

@@ -3,11 +3,12 @@ import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { type LoadedConfig, type PipelineOptions, pipelineOptions } from '@seglift/config';
 import {
+  assertBackupDirOutside,
   type ConvertOptions,
   convertSegment,
   formatReportTable,
   holdLogDirLocks,
-  logDirOfSegment,
+  logDirsGuarding,
   parseSegmentName,
   type SegmentReport,
   summarize,
@@ -165,12 +166,17 @@ export async function convert(
   bar.bytesTotal = await totalSize(files);
   const reports: SegmentReport[] = [];
   let base = 0;
-  // In place: the .lock of every log dir named, all before the first write (a missing segment
-  // is reported by the conversion, which refuses it).
+  // In place: the .lock of every log dir guarding a segment's partition (the one it is named in
+  // and its real parent), all before the first write (a missing segment is reported by the
+  // conversion, which refuses it).
   const logDirs = convertOptions.inPlace
-    ? await withLockAdvice('stop it first, or write the result elsewhere with --out DIR', async () =>
-        holdLogDirLocks(files.filter((f) => existsSync(f)).map((f) => logDirOfSegment(f))),
-      )
+    ? await withLockAdvice('stop it first, or write the result elsewhere with --out DIR', async () => {
+        const guarding: string[] = [];
+        for (const f of files.filter((f) => existsSync(f)))
+          guarding.push(...(await logDirsGuarding(path.dirname(f))));
+        if (convertOptions.backupDir) await assertBackupDirOutside(convertOptions.backupDir, guarding);
+        return holdLogDirLocks(guarding);
+      })
     : { release() {} };
   try {
     for (const file of files) {

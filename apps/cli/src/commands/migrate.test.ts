@@ -613,4 +613,40 @@ describe('a log dir whose .lock someone else holds (a broker, another seglift)',
       expect(JSON.parse(lines(m.stdout).at(-1)!)).toMatchObject({ converted: 1, failed: 0 });
     },
   );
+
+  needs(python3).it(
+    "a broker's log dir reached through a link (lk/t-0 -> ld2/t-0, lkdir -> ld2): migrate, convert --in-place and tier-prepare exit 2 naming ld2, nothing touched",
+    async () => {
+      const root = tmpDir();
+      const ld2 = path.join(root, 'ld2');
+      for (const part of ['idem-0', 'orders-0', 'clicks-0']) {
+        writeSegment(path.join(ld2, part), 0n, legacy(0, 10));
+        writeSegment(path.join(ld2, part), 10n, legacy(10, 3));
+      }
+      const lk = path.join(root, 'lk');
+      mkdirSync(lk);
+      for (const part of ['idem-0', 'orders-0', 'clicks-0'])
+        symlinkSync(path.join(ld2, part), path.join(lk, part));
+      const lkdir = path.join(root, 'lkdir');
+      symlinkSync(ld2, lkdir);
+      const holder = await holdLockAsABroker(path.join(ld2, '.lock'));
+      try {
+        const before = listing(ld2);
+        const tier = await run(['tier-prepare', path.join(lk, 'idem-0')]);
+        expect(tier).toEqual({ code: 2, stdout: '', stderr: refused(ld2, holder.pid, advice.tierPrepare) });
+        const m = await run(['migrate', path.join(lk, 'orders-0'), '--codec', 'zstd']);
+        expect(m).toEqual({ code: 2, stdout: '', stderr: refused(ld2, holder.pid) });
+        const seg = (dir: string) => path.join(dir, 'clicks-0', '00000000000000000000.log');
+        const c = await run(['convert', seg(lk), '--in-place', '--codec', 'zstd']);
+        expect(c).toEqual({ code: 2, stdout: '', stderr: refused(ld2, holder.pid, advice.convert) });
+        // Through the symlinked log dir: its .lock is ld2's (one file), named as given.
+        const viaDir = await run(['convert', seg(lkdir), '--in-place', '--codec', 'zstd']);
+        expect(viaDir).toEqual({ code: 2, stdout: '', stderr: refused(lkdir, holder.pid, advice.convert) });
+        expect(listing(ld2)).toEqual(before);
+      } finally {
+        holder.stdin.end();
+        await new Promise((resolve) => holder.once('exit', resolve));
+      }
+    },
+  );
 });

@@ -85,13 +85,12 @@ export interface WalkResult {
  * visited once by real path (two names for one partition, a link loop). Confining the real path
  * to configured roots is the converting caller's (migrate's plan, the worker).
  *
- * `logDirs` are the directories the partition was found in, as walked (a root that is itself a
- * partition dir: its parent as given): the log dirs whose `.lock` a broker serving it holds. A
- * linked partition's real parent is another disk's directory, whose `.lock` no broker takes, so
- * every lock taker and probe must use these, never `dirname(dir)`. Found under several (roots
- * holding both the link and the directory it leads to): all of them, to be locked or probed all;
- * `logDir` is the first, one holding it through a link when there is one (where a broker loads it).
- * Partitions are reported once the walk is done, when every way to each is known.
+ * `logDirs` are the log dirs guarding the partition (`logDirsGuarding`): the directories it was
+ * found in, as walked (a root that is itself a partition dir: its parent as given), and its real
+ * parent. Every lock taker and probe uses them all: a broker serving the partition holds the
+ * `.lock` of whichever it loads it from. `logDir` is the first, one holding it through a link when
+ * there is one (where a broker loads it). Partitions are reported once the walk is done, when
+ * every way to each is known.
  */
 export async function walkLogDirs(
   roots: readonly string[],
@@ -172,7 +171,7 @@ class LogDirWalk {
     });
   }
 
-  /** The partitions found, each with every log dir it was found in; the result. */
+  /** The partitions found, each with every log dir guarding it; the result. */
   async report(
     onPartition: (
       dir: string,
@@ -182,10 +181,20 @@ class LogDirWalk {
     ) => void | Promise<void>,
   ): Promise<WalkResult> {
     const { partitions, parallelism } = this;
+    // Log dirs by real path, each resolved once however many partitions they hold.
+    const reals = new Map<string, Promise<string>>();
+    const realOf = (dir: string) => {
+      let r = reals.get(dir);
+      if (r === undefined) {
+        r = realpath(dir).catch(() => path.resolve(dir));
+        reals.set(dir, r);
+      }
+      return r;
+    };
     for (let i = 0; i < partitions.length; i += parallelism)
       await Promise.all(
         partitions.slice(i, i + parallelism).map(async ({ dir, real, names }) => {
-          const logDirs = this.via.get(real)!;
+          const logDirs = await guarding(real, this.via.get(real)!, realOf);
           await onPartition(dir, names, logDirs[0], logDirs);
         }),
       );
@@ -246,10 +255,48 @@ class LogDirWalk {
   }
 }
 
+/**
+ * Every log dir whose `.lock` guards the partition directory `partitionDir`: each directory it is
+ * named in (`namedIn`; by default the parent of its name as given) and the real parent of its
+ * real path, each once by real path, the names first. A broker holds the `.lock` of the log dir it
+ * loads the partition from, and seglift cannot tell which that is when they differ: `lk/t-0 ->
+ * ld2/t-0` is ld2's partition (a broker on ld2) or lk's (a partition moved to another disk and
+ * linked back, a broker on lk). So all of them are locked, or probed, before a write.
+ *
+ * What no path shows is a link from elsewhere to the partition: `/disk2/t-0` named by its real
+ * location, linked into a broker's log dir as `ld1/t-0`, is guarded by `/disk2/.lock` only
+ * (docs/reliability.md §16.1, its limits).
+ */
+export async function logDirsGuarding(
+  partitionDir: string,
+  namedIn: readonly string[] = [path.dirname(path.resolve(partitionDir))],
+): Promise<string[]> {
+  const given = path.resolve(partitionDir);
+  // Gone (deleted meanwhile): its name's; whoever reads it next fails on it by name.
+  const real = await realpath(given).catch(() => given);
+  return guarding(real, namedIn, (dir) => realpath(dir).catch(() => path.resolve(dir)));
+}
+
+async function guarding(
+  realPartition: string,
+  namedIn: readonly string[],
+  realOf: (dir: string) => Promise<string>,
+): Promise<string[]> {
+  const out: string[] = [];
+  const seen = new Set<string>();
+  for (const dir of [...namedIn, path.dirname(realPartition)]) {
+    const key = await realOf(dir);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(dir);
+  }
+  return out;
+}
+
 export interface PartitionDirs {
   /** Directories Kafka loads as partition logs that hold at least one segment, sorted. */
   partitions: string[];
-  /** The log dirs each partition was found in (walkLogDirs' `logDirs`), by partition dir. */
+  /** The log dirs guarding each partition (walkLogDirs' `logDirs`), by partition dir. */
   logDirs: Map<string, readonly string[]>;
   /** Directories holding segments that Kafka never loads as a partition log, and backups. */
   ignored: IgnoredDir[];
@@ -283,7 +330,7 @@ export async function isActiveSegment(logPath: string): Promise<boolean> {
 
 export interface PartitionSegments {
   partitionDir: string;
-  /** The log dirs it was found in (their `.lock` is the broker's): walkLogDirs' `logDirs`. */
+  /** The log dirs guarding it (a broker's `.lock` is one of theirs): walkLogDirs' `logDirs`. */
   logDirs: readonly string[];
   /** Every segment, by base offset. */
   segments: SegmentFile[];

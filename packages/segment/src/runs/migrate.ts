@@ -63,8 +63,9 @@ export interface Plan {
   partitions: number;
   ignored: IgnoredDir[];
   /**
-   * The log dirs the planned partitions were found in (whose `.lock` a broker serving them holds),
-   * each once: for a partition linked in from another disk, the directory holding the link.
+   * The log dirs guarding the planned partitions (a broker serving one holds one of their
+   * `.lock`s), each once: for a linked partition, the directory holding the link and its real
+   * parent (logDirsGuarding).
    */
   logDirs: string[];
 }
@@ -287,19 +288,20 @@ function reportUnfinished(todo: SegmentFile[], results: SegmentReport[]): void {
 
 /**
  * Converts, in place, every non-active segment under `dirs` (log dirs, partition dirs or their
- * parents) with the conversion pool, holding the `.lock` of each log dir (the directories the
- * partitions were found in, a symlinked one's too) throughout: throws `LogDirLockedError` when a broker holds one. Active segments are reported as skipped. Never throws for
+ * parents) with the conversion pool, holding the `.lock` of each log dir guarding them (the
+ * directories the partitions were found in and their real parents) throughout: throws `LogDirLockedError` when a broker holds one. Active segments are reported as skipped. Never throws for
  * a bad segment; every segment gets a report, in discovery order.
  */
 export async function migrate(dirs: string[], options: MigrateOptions): Promise<MigrateResult> {
   const started = performance.now();
-  if (options.backupDir) await assertBackupDirOutside(options.backupDir, dirs);
   const planned = await plan(dirs, options);
+  if (options.backupDir)
+    await assertBackupDirOutside(options.backupDir, [...dirs, ...planned.logDirs], options.roots);
   const { todo, skipped, partitions, ignored } = planned;
   // Every log dir the run may write in, all taken before the first write: one held by a broker
   // (or another seglift) refuses the whole run with nothing touched. Held until every conversion
-  // has finished or rolled back. Those the partitions were found in: a linked partition's real
-  // parent is not its broker's log dir.
+  // has finished or rolled back. Those guarding the partitions: a linked partition's broker may
+  // hold the .lock of the directory holding the link or of its real parent.
   const logDirs = holdLogDirLocks(planned.logDirs);
   let run: Awaited<ReturnType<typeof runConversions>>;
   try {

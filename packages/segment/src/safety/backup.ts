@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { InvalidArgumentError } from '@seglift/format';
-import { SegmentIoError } from '../files/errors.js';
+import { PathOutsideRootsError, SegmentIoError } from '../files/errors.js';
 import { exists, sameContent } from '../files/fs-util.js';
 import {
   copyFileSynced,
@@ -17,12 +17,29 @@ import { applyOwnership, ownershipOf } from '../files/ownership.js';
 import { isInside as inside, realpathOfNearest as realPathOf } from './roots.js';
 
 /**
- * Refuses a backup directory inside a directory being migrated, or containing one (real paths):
- * a later run would walk into the backups and rewrite the rollback copies, and an audit would
- * count those partitions twice.
+ * Where a backup dir may be, one rule for every front door (migrate, its commit, convert
+ * --in-place, a worker's in-place job): with `roots` configured, inside them, as every path
+ * seglift writes (PathOutsideRootsError); and never inside a directory being migrated (its log
+ * dirs, the dirs given) nor containing one (real paths, InvalidArgumentError): a later run would
+ * walk into the backups and rewrite the rollback copies, an audit would count those partitions
+ * twice, and a broker refuses to start beside a directory of its log dir that is not a partition.
+ * Inside the roots is safe: every walk passes over a directory marked `.seglift-backup`.
  */
-export async function assertBackupDirOutside(backupDir: string, migrated: string[]): Promise<void> {
+export async function assertBackupDirOutside(
+  backupDir: string,
+  migrated: readonly string[],
+  roots: readonly string[] = [],
+): Promise<void> {
   const backup = await realPathOf(backupDir);
+  // A root not made yet (the backup dir itself, made at the first backup) by the real path it
+  // will have, as the backup dir.
+  const realRoots = await Promise.all(roots.map((r) => realPathOf(r)));
+  if (roots.length > 0 && !realRoots.some((r) => inside(backup, r)))
+    throw new PathOutsideRootsError(
+      backupDir,
+      roots,
+      `backup dir ${backupDir} is outside the allowed roots: it is written to, so it must lie inside one (and outside every log dir)`,
+    );
   for (const dir of migrated) {
     const real = await realPathOf(dir);
     if (inside(backup, real) || inside(real, backup)) {

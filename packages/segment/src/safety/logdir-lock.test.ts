@@ -4,12 +4,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { holdLockAsABroker, needs, python3 } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
-import { findPartitionSegments, walkLogDirs } from '../discovery/discovery.js';
+import { findPartitionSegments, logDirsGuarding, walkLogDirs } from '../discovery/discovery.js';
 import { LogDirLockedError, LogDirUnknownError } from '../files/errors.js';
 import { migrate } from '../runs/migrate.js';
 import { commitStage, prepareStage } from '../runs/two-phase.js';
 import { mixedSegment, tmpDir, writeSegment } from '../test-support/fixtures.js';
 import { sha256 } from '../test-support/helpers.js';
+import { prepareTiering } from '../tiering/tiering.js';
 import { acquireLogDirLock, assertLogDirHolds, holdLogDirLock, logDirLockHolder } from './logdir-lock.js';
 
 function tmp(): string {
@@ -237,7 +238,8 @@ describe('a partition linked into the log dir from another directory', () => {
       [path.join(logDir, 't-0'), logDir],
       [path.join(other, 't-0'), logDir],
     ]);
-    expect((await findPartitionSegments(logDir)).partitions.map((p) => p.logDirs)).toEqual([[logDir]]);
+    // Guarded by the log dir it was found in and by its real parent (logDirsGuarding).
+    expect((await findPartitionSegments(logDir)).partitions.map((p) => p.logDirs)).toEqual([[logDir, other]]);
     // A root holding both the log dir and the directory the link leads to: both, the link's first
     // (the walk's order does not decide which .lock is taken).
     const both = await findPartitionSegments(path.dirname(logDir));
@@ -246,7 +248,7 @@ describe('a partition linked into the log dir from another directory', () => {
     ]);
   });
 
-  it("migrate holds the log dir's .lock while it converts it (not the real parent's)", async () => {
+  it("migrate holds the log dir's .lock and its real parent's while it converts it", async () => {
     const { logDir, other } = await linkedLogDir();
     const seen: Array<[{ pid: number } | undefined, { pid: number } | undefined]> = [];
     const res = await migrate([logDir], {
@@ -256,10 +258,11 @@ describe('a partition linked into the log dir from another directory', () => {
     });
     expect(res.summary).toMatchObject({ converted: 1, failed: 0 });
     expect(seen).toEqual([
-      [{ pid: -1 }, undefined],
-      [{ pid: -1 }, undefined],
+      [{ pid: -1 }, { pid: -1 }],
+      [{ pid: -1 }, { pid: -1 }],
     ]);
     expect(logDirLockHolder(logDir)).toBeUndefined();
+    expect(logDirLockHolder(other)).toBeUndefined();
   });
 
   it('prepare stages nothing for it, and the commit converts it under the log dir lock', async () => {
@@ -339,5 +342,103 @@ needs(python3).describe('a linked partition beside a process holding the log dir
       stageDir: partStage,
     });
     expect(committed.counts.staged).toBe(1);
+  });
+});
+
+/**
+ * A broker's log dir `ld2` (with two partitions of legacy segments) and the links an operator
+ * may name it through: `lk/idem-0 -> ld2/idem-0`, `lk/orders-0 -> ld2/orders-0` (symlinked
+ * partitions) and `lkdir -> ld2` (a symlinked log dir).
+ */
+async function brokerBehindLinks(): Promise<{ ld2: string; lk: string; lkdir: string }> {
+  const root = await tmpDir('seglift-behind-links-');
+  const ld2 = path.join(root, 'ld2');
+  for (const partition of ['idem-0', 'orders-0'])
+    for (const base of [0n, 2000n])
+      await writeSegment(ld2, mixedSegment(base, Number(base) + 7).bytes, base, partition);
+  const lk = path.join(root, 'lk');
+  mkdirSync(lk);
+  for (const partition of ['idem-0', 'orders-0'])
+    symlinkSync(path.join(ld2, partition), path.join(lk, partition));
+  const lkdir = path.join(root, 'lkdir');
+  symlinkSync(ld2, lkdir);
+  return { ld2, lk, lkdir };
+}
+
+describe('logDirsGuarding', () => {
+  it('the log dir a partition is named in and its real parent, each once by real path', async () => {
+    const { ld2, lk, lkdir } = await brokerBehindLinks();
+    expect(await logDirsGuarding(path.join(lk, 'idem-0'))).toEqual([lk, ld2]);
+    expect(await logDirsGuarding(path.join(ld2, 'idem-0'))).toEqual([ld2]);
+    // A symlinked log dir is the log dir it leads to: one .lock.
+    expect(await logDirsGuarding(path.join(lkdir, 'idem-0'))).toEqual([lkdir]);
+    // Named in other log dirs too (a job's claim): those, then the real parent.
+    expect(await logDirsGuarding(path.join(ld2, 'idem-0'), [lk, lkdir])).toEqual([lk, lkdir]);
+    // What the walker reports: the same rule.
+    const seen: Array<[string, readonly string[]]> = [];
+    await walkLogDirs([path.join(lk, 'orders-0')], (dir, _n, _l, all) => void seen.push([dir, all]));
+    expect(seen).toEqual([[path.join(lk, 'orders-0'), [lk, ld2]]]);
+  });
+});
+
+needs(python3).describe("a broker's log dir reached through a link (issue 32: its .lock held)", () => {
+  it('migrate, the commit and tier-prepare refuse through a symlinked partition or log dir; nothing changed', async () => {
+    const { ld2, lk, lkdir } = await brokerBehindLinks();
+    const stageDir = path.join(path.dirname(ld2), 'stage');
+    await prepareStage(lk, { codec: 'zstd', mode: 'inline', stageDir });
+    const holder = await pythonHolder(ld2);
+    try {
+      const before = await listing(ld2);
+      const options = { codec: 'zstd', mode: 'inline' } as const;
+      for (const dir of [path.join(lk, 'orders-0'), lk, lkdir, path.join(lkdir, 'orders-0')])
+        await expect(migrate([dir], options), dir).rejects.toThrow(
+          dir.startsWith(lkdir) ? refusal(lkdir, holder.pid) : refusal(ld2, holder.pid),
+        );
+      await expect(commitStage(lk, { ...options, stageDir })).rejects.toThrow(refusal(ld2, holder.pid));
+      await expect(prepareTiering(path.join(lk, 'idem-0'))).rejects.toThrow(refusal(ld2, holder.pid));
+      await expect(prepareTiering(lk)).rejects.toThrow(refusal(ld2, holder.pid));
+      expect(await listing(ld2)).toEqual(before);
+    } finally {
+      await holder.stop();
+    }
+    const free = await migrate([path.join(lk, 'orders-0')], { codec: 'zstd', mode: 'inline' });
+    expect(free.summary).toMatchObject({ converted: 1, failed: 0 });
+  });
+
+  it('a partition moved to another disk and linked back: named either way, the log dir holding the link refuses', async () => {
+    // The broker runs on ld1; its partition t-0 now lives in disk2 (`ld1/t-0 -> disk2/t-0`).
+    const { logDir: ld1, other: disk2 } = await linkedLogDir();
+    const holder = await pythonHolder(ld1);
+    try {
+      const before = await listing(disk2);
+      await expect(migrate([path.join(ld1, 't-0')], { codec: 'zstd', mode: 'inline' })).rejects.toThrow(
+        refusal(ld1, holder.pid),
+      );
+      // Its real location, named with the log dir it is linked from (a root above both, or a
+      // worker's job: its logDir): that log dir's .lock is taken too.
+      await expect(migrate([path.dirname(ld1)], { codec: 'zstd', mode: 'inline' })).rejects.toThrow(
+        refusal(ld1, holder.pid),
+      );
+      await expect(prepareTiering(path.dirname(ld1))).rejects.toThrow(refusal(ld1, holder.pid));
+      expect(await listing(disk2)).toEqual(before);
+    } finally {
+      await holder.stop();
+    }
+  });
+
+  it('the real parent held (the link named in a free directory): the lock of each is taken, the held one refuses', async () => {
+    const { logDir: lk, other: held } = await linkedLogDir();
+    const holder = await pythonHolder(held);
+    try {
+      const before = await listing(held);
+      await expect(migrate([lk], { codec: 'zstd', mode: 'inline' })).rejects.toThrow(
+        refusal(held, holder.pid),
+      );
+      // The free one was given back.
+      expect(logDirLockHolder(lk)).toBeUndefined();
+      expect(await listing(held)).toEqual(before);
+    } finally {
+      await holder.stop();
+    }
   });
 });

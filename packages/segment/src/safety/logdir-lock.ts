@@ -165,15 +165,6 @@ export function holdLogDirLocks(logDirs: Iterable<string>): { locks: LogDirLock[
 }
 
 /**
- * The log dir a segment belongs to, from its path as given: the parent of its partition dir's
- * name, before any symlink is resolved (`<log dir>/t-0 -> /disk2/t-0`: the log dir, never
- * `/disk2`). Never pass a real path of a walked partition: use the walker's `logDir`.
- */
-export function logDirOfSegment(logPath: string): string {
-  return path.dirname(path.dirname(path.resolve(logPath)));
-}
-
-/**
  * Checks that `logDir` holds the partition whose real path is `realPartition`: it is its real
  * parent, or an entry of it (a symlink: a partition linked in from another disk) resolves to it.
  * Returns the log dir's real path; throws LogDirUnknownError otherwise (a job's claim is not
