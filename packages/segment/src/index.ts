@@ -10,6 +10,7 @@ export {
   type IgnoredDir,
   listSegments,
   logDirsGuarding,
+  logDirsUnderRoots,
   walkLogDirs,
 } from './discovery/discovery.js';
 export {

@@ -9,6 +9,7 @@ import {
   formatReportTable,
   holdLogDirLocks,
   logDirsGuarding,
+  logDirsUnderRoots,
   parseSegmentName,
   type SegmentReport,
   summarize,
@@ -73,6 +74,8 @@ export interface ConvertCliOptions
   json?: boolean;
   /** The effective settings, named in the summary (JSON `settings`, and a `settings:` line). */
   settings?: LoadedConfig;
+  /** The configured roots: in place, a link to a segment's partition from a log dir in them is locked too. */
+  roots?: readonly string[];
 }
 
 export const convertCommand: Command = {
@@ -123,6 +126,7 @@ export const convertCommand: Command = {
       acceptTruncatedTail: flag(p, 'accept-truncated-tail'),
       json: flag(p, 'json'),
       settings,
+      roots: config.roots,
     });
   },
 };
@@ -159,7 +163,7 @@ export async function convert(
   ctx: CommandContext,
   options: ConvertCliOptions,
 ): Promise<number> {
-  const { json, settings, ...convertOptions } = options;
+  const { json, settings, roots = [], ...convertOptions } = options;
   const started = performance.now();
   const bar = new ProgressBar(ctx.io.stderr, ctx.io.stderrIsTTY && !json);
   bar.segmentsTotal = files.length;
@@ -172,8 +176,12 @@ export async function convert(
   const logDirs = convertOptions.inPlace
     ? await withLockAdvice('stop it first, or write the result elsewhere with --out DIR', async () => {
         const guarding: string[] = [];
-        for (const f of files.filter((f) => existsSync(f)))
-          guarding.push(...(await logDirsGuarding(path.dirname(f))));
+        const linkedFrom = roots.length > 0 ? await logDirsUnderRoots(roots) : undefined;
+        for (const f of files.filter((f) => existsSync(f))) {
+          const partition = path.dirname(f);
+          guarding.push(...(linkedFrom?.get(realpathSync(partition)) ?? []));
+          guarding.push(...(await logDirsGuarding(partition)));
+        }
         if (convertOptions.backupDir) await assertBackupDirOutside(convertOptions.backupDir, guarding);
         return holdLogDirLocks(guarding);
       })

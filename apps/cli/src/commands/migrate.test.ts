@@ -585,7 +585,7 @@ describe('a log dir whose .lock someone else holds (a broker, another seglift)',
   );
 
   needs(python3).it(
-    'a partition linked in from another disk (t-0 -> OTHER/t-0): the log dir holding the link is the one locked',
+    'a partition linked in from another disk (t-0 -> OTHER/t-0): the log dir holding the link is locked, however the partition is named within the roots',
     async () => {
       const root = tmpDir();
       const dir = path.join(root, 'kafka-logs');
@@ -603,6 +603,12 @@ describe('a log dir whose .lock someone else holds (a broker, another seglift)',
         // A segment named through the link: the path as given names the log dir.
         const c = await run(['convert', path.join(dir, 't-0', '00000000000000000000.log'), '--in-place']);
         expect(c).toEqual({ code: 2, stdout: '', stderr: refused(dir, holder.pid, advice.convert) });
+        // Named by its real location: with roots configured, their walk finds the link.
+        const env = { SEGLIFT_ROOTS: root };
+        const real = await run(['convert', path.join(part, '00000000000000000000.log'), '--in-place'], env);
+        expect(real).toEqual({ code: 2, stdout: '', stderr: refused(dir, holder.pid, advice.convert) });
+        const m2 = await run(['migrate', part, '--codec', 'zstd'], env);
+        expect(m2).toEqual({ code: 2, stdout: '', stderr: refused(dir, holder.pid) });
         expect(listing(other)).toEqual(before);
       } finally {
         holder.stdin.end();

@@ -264,8 +264,8 @@ class LogDirWalk {
  * linked back, a broker on lk). So all of them are locked, or probed, before a write.
  *
  * What no path shows is a link from elsewhere to the partition: `/disk2/t-0` named by its real
- * location, linked into a broker's log dir as `ld1/t-0`, is guarded by `/disk2/.lock` only
- * (docs/reliability.md §16.1, its limits).
+ * location, linked into a broker's log dir as `ld1/t-0`, is guarded by `/disk2/.lock` only, unless
+ * a walk of the configured roots finds the link (`logDirsUnderRoots`; docs/reliability.md §16.1).
  */
 export async function logDirsGuarding(
   partitionDir: string,
@@ -275,6 +275,20 @@ export async function logDirsGuarding(
   // Gone (deleted meanwhile): its name's; whoever reads it next fails on it by name.
   const real = await realpath(given).catch(() => given);
   return guarding(real, namedIn, (dir) => realpath(dir).catch(() => path.resolve(dir)));
+}
+
+/**
+ * The log dirs guarding each partition under `roots` (walkLogDirs' `logDirs`, real paths), by the
+ * partition's real path: what a partition named by its real location cannot show, a link to it
+ * from a log dir elsewhere in the roots (a partition moved to another disk and linked back into
+ * a broker's log dir), is found by walking them. One walk for a whole run.
+ */
+export async function logDirsUnderRoots(roots: readonly string[]): Promise<Map<string, readonly string[]>> {
+  const out = new Map<string, readonly string[]>();
+  await walkLogDirs(roots, (dir, _names, _logDir, logDirs) => void out.set(dir, logDirs), {
+    realPaths: true,
+  });
+  return out;
 }
 
 async function guarding(

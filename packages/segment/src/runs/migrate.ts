@@ -1,5 +1,10 @@
 import { realpath } from 'node:fs/promises';
-import { findPartitionSegments, type IgnoredDir, type SegmentFile } from '../discovery/discovery.js';
+import {
+  findPartitionSegments,
+  type IgnoredDir,
+  logDirsUnderRoots,
+  type SegmentFile,
+} from '../discovery/discovery.js';
 import { quietAtStart, type ReadinessRules, readinessRules, splitReady } from '../discovery/readiness.js';
 import { type ConversionOptions, type ConvertOptions, convertSegment } from '../placements/convert.js';
 import { emptyReport, type RunSummary, type SegmentReport, summarize } from '../rewrite/report.js';
@@ -78,6 +83,10 @@ export async function plan(dirs: string[], options: MigrateOptions): Promise<Pla
   // Two names for one partition (a log dir and a symlink into it, a dir given twice) are one
   // partition: converted once, by its real path.
   const planned = new Set<string>();
+  // With roots configured, a link to a partition from any log dir in them guards it too (a
+  // partition named by its real location, linked into a broker's log dir).
+  const roots = options.roots ?? [];
+  const linkedFrom = roots.length > 0 ? await logDirsUnderRoots(roots) : undefined;
   for (const dir of dirs) {
     const found = await findPartitionSegments(dir, { includeActive: true });
     p.ignored.push(...found.ignored);
@@ -86,9 +95,10 @@ export async function plan(dirs: string[], options: MigrateOptions): Promise<Pla
       const real = await realpath(part.partitionDir).catch(() => part.partitionDir);
       if (planned.has(real)) continue;
       planned.add(real);
-      await assertPartitionWithinRoots(real, dir, options.roots ?? []);
+      await assertPartitionWithinRoots(real, dir, roots);
       p.partitions++;
-      for (const l of part.logDirs) if (!p.logDirs.includes(l)) p.logDirs.push(l);
+      for (const l of [...(linkedFrom?.get(real) ?? []), ...part.logDirs])
+        if (!p.logDirs.includes(l)) p.logDirs.push(l);
       const { ready, notReady } = splitReady(part.segments, rules, now);
       p.todo.push(...ready);
       for (const s of notReady) {

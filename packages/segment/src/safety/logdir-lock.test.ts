@@ -405,7 +405,7 @@ needs(python3).describe("a broker's log dir reached through a link (issue 32: it
     expect(free.summary).toMatchObject({ converted: 1, failed: 0 });
   });
 
-  it('a partition moved to another disk and linked back: named either way, the log dir holding the link refuses', async () => {
+  it('a partition moved to another disk and linked back: named through the link, or by its real location within the roots, the log dir holding the link refuses', async () => {
     // The broker runs on ld1; its partition t-0 now lives in disk2 (`ld1/t-0 -> disk2/t-0`).
     const { logDir: ld1, other: disk2 } = await linkedLogDir();
     const holder = await pythonHolder(ld1);
@@ -420,6 +420,14 @@ needs(python3).describe("a broker's log dir reached through a link (issue 32: it
         refusal(ld1, holder.pid),
       );
       await expect(prepareTiering(path.dirname(ld1))).rejects.toThrow(refusal(ld1, holder.pid));
+      // Named by its real location alone: with roots configured, their walk finds the link.
+      const roots = [path.dirname(ld1)];
+      await expect(
+        migrate([path.join(disk2, 't-0')], { codec: 'zstd', mode: 'inline', roots }),
+      ).rejects.toThrow(refusal(ld1, holder.pid));
+      await expect(migrate([disk2], { codec: 'zstd', mode: 'inline', roots })).rejects.toThrow(
+        refusal(ld1, holder.pid),
+      );
       expect(await listing(disk2)).toEqual(before);
     } finally {
       await holder.stop();
