@@ -2,7 +2,8 @@
  * worker_threads entry of the conversion pool (pool.ts holds the protocol): converts one segment
  * per message. Loaded from dist (`dist/conversion-thread.js`).
  */
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
+import { type IoThreadInit, joinThreadInit, lowerPriority, prepareNice } from './files/io-courtesy.js';
 import { convertSegment } from './placements/convert.js';
 import type { FromThread, ToThread } from './runs/pool.js';
 import { swapRefused } from './runs/pool.js';
@@ -12,6 +13,8 @@ if (parentPort) {
   const post = (m: FromThread) => port.postMessage(m);
   const controllers = new Map<number, AbortController>();
   const gates = new Map<number, { go: () => void; refuse: (reason: string) => void }>();
+  joinThreadInit(workerData as IoThreadInit | undefined);
+  let lowered = false;
   port.on('message', async (m: ToThread) => {
     if (m.type === 'abort') {
       controllers.get(m.id)?.abort(new Error(m.reason));
@@ -28,6 +31,12 @@ if (parentPort) {
     // segment named by the variable, so the pool's handling of a dead thread can be tested.
     const crashOn = process.env.SEGLIFT_TEST_THREAD_CRASH;
     if (crashOn && m.logPath.endsWith(crashOn)) process.exit(70);
+    // A prepare beside a running broker (a worker's prepare job): this thread yields to it from
+    // now on (a thread's nice value cannot be raised back without privilege).
+    if (m.options.stageDir !== undefined && prepareNice() && !lowered) {
+      lowerPriority('thread');
+      lowered = true;
+    }
     const controller = new AbortController();
     controllers.set(m.id, controller);
     const report = await convertSegment(m.logPath, {

@@ -30,6 +30,16 @@ export {
 } from './discovery/readiness.js';
 export { LogDirLockedError, SegmentChangedError } from './files/errors.js';
 export {
+  type IoThrottle,
+  ioThrottle,
+  lowerPriority,
+  PREPARE_IOPRIO_LEVEL,
+  PREPARE_NICE,
+  pageCacheResidency,
+  setIoLimit,
+  setPrepareNice,
+} from './files/io-courtesy.js';
+export {
   isKafkaInternalDir,
   parsePartitionDirName,
   parseSegmentName,
@@ -60,6 +70,7 @@ export { targetFormatOf } from './rewrite/target-format.js';
 export { type VerifyReport, verifySegment } from './rewrite/verify.js';
 export {
   defaultConcurrency,
+  defaultPrepareConcurrency,
   type HostLimits,
   hostLimits,
   memoryBoundMib,

@@ -18,9 +18,22 @@ import type * as Koffi from 'koffi';
 
 // Loaded on first use (about 20 ms): inspect, verify and --version never take a lock.
 let koffiModule: typeof Koffi | undefined;
-function koffi(): typeof Koffi {
+/** koffi, loaded on first use (io-courtesy.ts binds its calls through it too). */
+export function koffi(): typeof Koffi {
   koffiModule ??= createRequire(import.meta.url)('koffi') as typeof Koffi;
   return koffiModule;
+}
+
+let cLibrary: Koffi.LibraryHandle | undefined;
+/**
+ * The C library node itself is linked against (dlopen(NULL): glibc or musl alike), on the
+ * 64-bit Linux whose struct layouts these bindings assume; `what` names the caller in the error.
+ */
+export function libcLibrary(what: string): Koffi.LibraryHandle {
+  if (process.platform !== 'linux' || (process.arch !== 'x64' && process.arch !== 'arm64'))
+    throw new Error(`${what} needs 64-bit Linux (this is ${process.platform}/${process.arch})`);
+  cLibrary ??= koffi().load(null);
+  return cLibrary;
 }
 
 const F_OFD_GETLK = 36;
@@ -55,13 +68,8 @@ let bound: Libc | undefined;
 
 function libc(): Libc {
   if (bound) return bound;
-  if (process.platform !== 'linux' || (process.arch !== 'x64' && process.arch !== 'arm64'))
-    throw new Error(
-      `seglift's log dir lock needs 64-bit Linux (this is ${process.platform}/${process.arch})`,
-    );
-  // dlopen(NULL): the C library node itself is linked against, glibc or musl alike.
+  const lib = libcLibrary("seglift's log dir lock");
   const k = koffi();
-  const lib = k.load(null as unknown as string);
   // struct flock of <fcntl.h> on 64-bit Linux: short, short, off_t, off_t, pid_t (32 bytes).
   const flock = k.struct({
     l_type: 'short',
@@ -84,7 +92,7 @@ function lastErrno(): number {
 }
 
 /** Mirrors a Node fs error, so callers and messages treat it as one. */
-function errnoError(syscall: string, path: string, errno: number): NodeJS.ErrnoException {
+export function errnoError(syscall: string, path: string, errno: number): NodeJS.ErrnoException {
   const names: Record<number, string> = { 1: 'EPERM', 2: 'ENOENT', 13: 'EACCES', 22: 'EINVAL', 9: 'EBADF' };
   const code = names[errno] ?? `ERRNO${errno}`;
   const err = new Error(`${code}: ${syscall} failed, '${path}'`) as NodeJS.ErrnoException;

@@ -11,6 +11,7 @@ import {
   UnsupportedFormatError,
 } from '@seglift/format';
 import { LEGACY_RECORD_OVERHEAD_V0 } from '@seglift/legacy';
+import { ReadCourtesy, throttleIo } from '../files/io-courtesy.js';
 import { assertRegularFile } from '../files/segment-file.js';
 
 /** One shallow entry of a .log: a v2 RecordBatch or a v0/v1 message (maybe a compressed wrapper). */
@@ -140,9 +141,13 @@ export async function* readSegmentChunks(
   const maxEntryBytes = options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES;
   const fh = await openRegularFile(file);
   let window: ReadWindow | undefined;
+  let courtesy: ReadCourtesy | undefined;
   try {
-    const fileSize = Math.min((await fh.stat()).size, options.maxBytes ?? Number.MAX_SAFE_INTEGER);
-    const w = new ReadWindow(fh, file, fileSize, options.startPosition ?? 0, options);
+    const size = (await fh.stat()).size;
+    // What this reader brings into the page cache leaves it again (io-courtesy.ts).
+    courtesy = ReadCourtesy.open(fh.fd, size);
+    const fileSize = Math.min(size, options.maxBytes ?? Number.MAX_SAFE_INTEGER);
+    const w = new ReadWindow(fh, file, fileSize, options.startPosition ?? 0, options, courtesy);
     window = w;
     /** File position where the entries not yet handed out start (== w.pos when there are none). */
     let chunkFrom = w.pos;
@@ -206,6 +211,7 @@ export async function* readSegmentChunks(
     if (c) yield c;
   } finally {
     await window?.settle();
+    courtesy?.close();
     await fh.close();
   }
 }
@@ -320,6 +326,7 @@ class ReadWindow {
     private readonly fileSize: number,
     start: number,
     private readonly options: ReadSegmentOptions,
+    private readonly courtesy: ReadCourtesy | undefined,
   ) {
     this.pos = start;
     this.bufStart = start;
@@ -412,6 +419,8 @@ class ReadWindow {
       if (bytesRead === 0) break;
       n += bytesRead;
     }
+    this.courtesy?.released(filePos, n);
+    await throttleIo(n);
     return n;
   }
 }

@@ -18,6 +18,7 @@ import {
 } from '@seglift/format';
 import { LEGACY_CODEC_MASK, type Upconverter } from '@seglift/legacy';
 import { fsyncDir, fsyncFile, openForWrite, setMtime, writeWholeFile } from '../files/fsops.js';
+import { dropWrittenFile, throttleIo } from '../files/io-courtesy.js';
 import { INDEX_SUFFIX, LOG_SUFFIX, type SegmentFiles, TIMEINDEX_SUFFIX } from '../files/names.js';
 import { applyOwnership, type Ownership } from '../files/ownership.js';
 import {
@@ -219,6 +220,8 @@ async function syncAndVerify(
     throw err;
   }
   await durable;
+  // Synced and verified: the new files leave the page cache (verify's reads of them included).
+  for (const f of Object.values(files)) await dropWrittenFile(f);
   settings.signal?.throwIfAborted();
 }
 
@@ -454,6 +457,7 @@ class RewritePass {
     const { offsetIndex, timeIndex } = this.index.finish();
     await writeWholeFile(this.files.index, offsetIndex);
     await writeWholeFile(this.files.timeindex, timeIndex);
+    await throttleIo(offsetIndex.length + timeIndex.length);
     this.job.digests?.index.update(offsetIndex);
     this.job.digests?.timeindex.update(timeIndex);
     const { report, w } = this;

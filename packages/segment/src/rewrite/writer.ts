@@ -13,6 +13,7 @@ import {
   type SegmentIndexBuilder,
 } from '@seglift/format';
 import { writeAll } from '../files/fsops.js';
+import { throttleIo } from '../files/io-courtesy.js';
 import { formatKey } from './entry.js';
 
 const WRITE_BUFFER_BYTES = 1024 * 1024;
@@ -141,6 +142,6 @@ export class SegmentWriter {
   private writeFully(bytes: Uint8Array, at: number): Promise<void> {
     // Called in file order (one write in flight at a time).
     this.digest?.update(bytes);
-    return writeAll(this.fh, this.file, bytes, at);
+    return writeAll(this.fh, this.file, bytes, at).then(() => throttleIo(bytes.length));
   }
 }

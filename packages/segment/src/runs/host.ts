@@ -88,3 +88,12 @@ export function defaultConcurrency(host: HostLimits = hostLimits()): number {
   const byMemory = Math.floor((host.memoryBytes / MiB - PROCESS_MEMORY_MIB) / THREAD_MEMORY_MIB);
   return Math.max(1, Math.min(host.cores, byMemory));
 }
+
+/**
+ * Conversion threads of a prepare beside a running broker by default: half of
+ * defaultConcurrency (at least one), so the broker keeps the other cores (docs/benchmarks.md,
+ * "Beside a live broker"). An offline migrate keeps all of them.
+ */
+export function defaultPrepareConcurrency(host: HostLimits = hostLimits()): number {
+  return Math.max(1, Math.floor(defaultConcurrency(host) / 2));
+}

@@ -15,6 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { LockedError, SegmentIoError } from '../files/errors.js';
+import { threadInit } from '../files/io-courtesy.js';
 import type { ConvertOptions } from '../placements/convert.js';
 import { emptyReport, type SegmentReport } from '../rewrite/report.js';
 
@@ -167,6 +168,8 @@ export class ConversionPool {
       worker: new Worker(this.script, {
         resourceLimits: PIPELINE_THREAD_RESOURCE_LIMITS,
         env: this.options.env ?? process.env,
+        // The process's one I/O budget and its prepare priority rule (io-courtesy.ts).
+        workerData: threadInit(),
       }),
     };
     const finish = (r: SegmentReport) => {

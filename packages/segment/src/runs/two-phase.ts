@@ -18,6 +18,7 @@ import type { SegmentFile } from '../discovery/discovery.js';
 import { findReadySegments, readinessRules } from '../discovery/readiness.js';
 import { exists } from '../files/fs-util.js';
 import { removeIfExists } from '../files/fsops.js';
+import { lowerPriority, prepareNice } from '../files/io-courtesy.js';
 import { SegmentFiles, STAGE_LOCK_NAME } from '../files/names.js';
 import { emptyReport, type SegmentReport, summarize } from '../rewrite/report.js';
 import { assertBackupDirOutside } from '../safety/backup.js';
@@ -46,6 +47,11 @@ export interface TwoPhaseOptions extends Omit<MigrateOptions, 'backupDir'> {
   stageDir: string;
   /** Commit only: copy the originals to backupDir/<partition>/ before each swap. */
   backupDir?: string;
+  /**
+   * Prepare only: lower this process's CPU and I/O priority first (nice 10, best-effort 6:
+   * io-courtesy.ts). Default: prepare.nice (setPrepareNice), true.
+   */
+  nice?: boolean;
 }
 
 export interface StageCounts {
@@ -136,6 +142,8 @@ async function eachBounded<T>(items: T[], limit: number, run: (item: T, i: numbe
 /** Converts and verifies every ready segment of `logDir` into the stage dir (broker running). */
 export async function prepareStage(logDir: string, options: TwoPhaseOptions): Promise<TwoPhaseResult> {
   const stage = await openStageDir(options.stageDir, logDir, true);
+  // Before the conversion threads start: they inherit it.
+  if (options.nice ?? prepareNice()) lowerPriority('process');
   return withStageLock(stage, () => prepare(stage, options));
 }
 
@@ -185,7 +193,7 @@ async function prepare(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPh
     todo.push({ path: s.path, baseOffset: files.baseOffset, size: s.size, mtimeMs: s.mtimeMs });
     spOf.push(sp);
   }
-  const { backupDir: _b, stageDir: _s, ...rest } = options;
+  const { backupDir: _b, stageDir: _s, nice: _n, ...rest } = options;
   const { results, mode, interrupted } = await runConversions(
     { todo, optionsFor: (i) => ({ stageDir: spOf[i] }) },
     rest,
@@ -249,7 +257,7 @@ async function commit(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPha
       JSON.stringify(record.options) === JSON.stringify(key);
     spOf[i] = sp;
   });
-  const { stageDir: _s, ...rest } = options;
+  const { stageDir: _s, nice: _n, ...rest } = options;
   // Also the log dirs the partitions were found in (a parent of log dirs given, a linked
   // partition's), all before the first write: shared with the one held above.
   const logDirs = holdLogDirLocks(planned.logDirs);

@@ -45,6 +45,7 @@ import { MAX_INDEX_FILE_BYTES, readBounded, readBoundedText } from '../files/bou
 import { StageDirError } from '../files/errors.js';
 import { exists, statNow, statOrUndefined } from '../files/fs-util.js';
 import { fsyncDir, mkdirp, removeIfExists, rename, writeWholeFile } from '../files/fsops.js';
+import { ReadCourtesy, throttleIo } from '../files/io-courtesy.js';
 import {
   offsetOfFileName,
   parseSegmentName,
@@ -200,6 +201,7 @@ const HASH_READ_BYTES = 256 * 1024;
 export async function fileSha256(file: string, size = HASH_READ_BYTES): Promise<string> {
   const h: Hash = createHash('sha256');
   const fh = await open(file, 'r');
+  const courtesy = ReadCourtesy.open(fh.fd, size);
   try {
     // One byte more than the size: the read that finds the end comes without another buffer.
     const n = Math.min(HASH_READ_BYTES, Math.max(size + 1, 1));
@@ -213,10 +215,13 @@ export async function fileSha256(file: string, size = HASH_READ_BYTES): Promise<
       pos += bytesRead;
       const chunk = bufs[i].subarray(0, bytesRead);
       i ^= 1;
+      courtesy?.released(pos - bytesRead, bytesRead);
+      await throttleIo(bytesRead);
       pending = fh.read(bufs[i], 0, n, pos);
       h.update(chunk);
     }
   } finally {
+    courtesy?.close();
     await fh.close();
   }
   return h.digest('hex');
@@ -250,6 +255,7 @@ export async function stagedFileMismatch(
 export async function sampleDigest(file: string, size: number): Promise<string> {
   const h = createHash('sha256').update(`${size}\n`);
   const fh = await open(file, 'r');
+  const courtesy = ReadCourtesy.open(fh.fd, size);
   try {
     const ranges =
       size <= 2 * SOURCE_SAMPLE_BYTES
@@ -264,6 +270,8 @@ export async function sampleDigest(file: string, size: number): Promise<string> 
       h.update(buf.subarray(0, bytesRead));
     }
   } finally {
+    // The read-ahead past both samples too.
+    courtesy?.close();
     await fh.close();
   }
   return h.digest('hex');
