@@ -43,6 +43,8 @@ export const ENV_VARS: ReadonlyArray<{ env: string; path: string; type: EnvType 
   { env: 'SEGLIFT_WORKER_MAX_STALLED_COUNT', path: 'worker.maxStalledCount', type: 'int' },
   { env: 'SEGLIFT_WORKER_SHUTDOWN_GRACE_MS', path: 'worker.shutdownGraceMs', type: 'int' },
   { env: 'SEGLIFT_WATCHER_NO_WORKER_TIMEOUT_MS', path: 'watcher.noWorkerTimeoutMs', type: 'int' },
+  { env: 'SEGLIFT_IO_MAX_BYTES_PER_SECOND', path: 'io.maxBytesPerSecond', type: 'int' },
+  { env: 'SEGLIFT_PREPARE_NICE', path: 'prepare.nice', type: 'bool' },
   { env: 'SEGLIFT_READINESS_QUIET_MS', path: 'readiness.quietMs', type: 'int' },
   { env: 'SEGLIFT_READINESS_REQUIRE_ROLLED', path: 'readiness.requireRolled', type: 'bool' },
   { env: 'SEGLIFT_LIMITS_MAX_SEGMENT_BYTES', path: 'limits.maxSegmentBytes', type: 'int' },

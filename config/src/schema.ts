@@ -167,6 +167,27 @@ export const ConfigSchema = z.strictObject({
     }),
     {},
   ),
+  io: z.prefault(
+    z.strictObject({
+      /**
+       * Bytes read and written per second by this process, all its conversion threads together
+       * (Kafka's log.cleaner.io.max.bytes.per.second). Unset: no limit. A host setting, not a
+       * conversion setting: it never changes the bytes written (nor a stage record's options).
+       */
+      maxBytesPerSecond: z.optional(positiveInt),
+    }),
+    {},
+  ),
+  prepare: z.prefault(
+    z.strictObject({
+      /**
+       * Prepare (`migrate --prepare`, a worker's prepare jobs) runs at nice 10 and I/O priority
+       * best-effort 6, below the broker it runs beside; false keeps the priority it was started with.
+       */
+      nice: z._default(z.boolean(), true),
+    }),
+    {},
+  ),
   readiness: z.prefault(
     z.strictObject({
       /** Archive mode: the newest segment is ready once unchanged for this long. */

@@ -34,6 +34,17 @@ describe('ProgressBar', () => {
     );
   });
 
+  it('names the I/O limit once it made a read or write wait', () => {
+    const { b } = bar();
+    b.bytesTotal = 1024;
+    b.segmentsTotal = 1;
+    let waitedMs = 0;
+    b.ioLimit = () => ({ maxBytesPerSecond: 20 * 1024 * 1024, waitedMs });
+    expect(b.render()).toBe('[------------------------]   0% 0 B/1.0 KiB 0/1 segment');
+    waitedMs = 5;
+    expect(b.render()).toBe('[------------------------]   0% 0 B/1.0 KiB 0/1 segment (io limit 20.0 MiB/s)');
+  });
+
   it('counts in words: 1 segment, 3 segments', () => {
     const { b } = bar();
     b.segmentsTotal = 1;

@@ -20,6 +20,8 @@ export class ProgressBar {
   failed = 0;
   /** What is counted (`segment`): singular, the plural adds an s. */
   unit = 'segment';
+  /** The I/O limit, shown once it made a read or write wait (`io-courtesy.ts`' ioThrottle). */
+  ioLimit: () => { maxBytesPerSecond: number; waitedMs: number } | undefined = () => undefined;
 
   constructor(
     private readonly stream: Writable,
@@ -46,8 +48,13 @@ export class ProgressBar {
       `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${(frac * 100).toFixed(0).padStart(3)}% ` +
       `${formatBytes(this.bytesDone)}/${formatBytes(this.bytesTotal)} ` +
       `${this.segmentsDone}/${count(this.segmentsTotal, this.unit)}` +
-      `${this.failed > 0 ? ` (${this.failed} failed)` : ''}${speed}`
+      `${this.failed > 0 ? ` (${this.failed} failed)` : ''}${speed}${this.limitText()}`
     );
+  }
+
+  private limitText(): string {
+    const t = this.ioLimit();
+    return t === undefined || t.waitedMs === 0 ? '' : ` (io limit ${formatBytes(t.maxBytesPerSecond)}/s)`;
   }
 
   update(force = false): void {

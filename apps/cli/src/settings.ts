@@ -11,11 +11,13 @@ import {
   CONVERSION_SETTINGS,
   type ConversionSetting,
   type ConversionSettingName,
+  ioThrottle,
   type ReadinessRules,
   readinessRules,
 } from '@seglift/segment';
 import { intOpt, type Parsed, str } from './args.js';
 import type { CommandContext } from './command.js';
+import { formatBytes, formatDuration } from './table.js';
 
 type Setting = ConversionSetting;
 const SETTINGS = CONVERSION_SETTINGS as readonly Setting[];
@@ -66,6 +68,32 @@ export const PIPELINE_ARG_OPTIONS = {
 export const PIPELINE_HELP = `  --config FILE             YAML or JSON config file (default $SEGLIFT_CONFIG); settings come
                             from defaults < config file < SEGLIFT_* environment < these flags
 ${settingsHelp()}`;
+
+/**
+ * The host's I/O limit (io.maxBytesPerSecond), a process setting beside the conversion settings:
+ * its flag, help and value, for every command that reads or writes segments.
+ */
+export const IO_LIMIT_ARG_OPTIONS = {
+  'max-io-bytes-per-second': { type: 'string' },
+} as const satisfies FlagOptions;
+
+export const IO_LIMIT_HELP = `  --max-io-bytes-per-second N
+                            bytes read and written per second, all conversion threads together
+                            (io.maxBytesPerSecond, Kafka's log.cleaner.io.max.bytes.per.second;
+                            k/m/g suffixes; default no limit)`;
+
+/** The config flag the command line gives io.maxBytesPerSecond, if any. */
+export function ioLimitFlag(command: string, p: Parsed): Record<string, number> {
+  const n = intOpt(command, p, 'max-io-bytes-per-second', { min: 1, sizes: true });
+  return n === undefined ? {} : { 'io.maxBytesPerSecond': n };
+}
+
+/** `io limit 20.0 MiB/s: throttled 4.2 s` once the limit made anything wait, else undefined. */
+export function ioLimitLine(): string | undefined {
+  const t = ioThrottle();
+  if (t === undefined || t.waitedMs === 0) return undefined;
+  return `io limit ${formatBytes(t.maxBytesPerSecond)}/s: ${formatBytes(t.bytes)} read and written, threads waited ${formatDuration(t.waitedMs)} in all`;
+}
 
 /**
  * The flag of `s` the command line used: its own, else an old name (with a warning on stderr,

@@ -23,7 +23,10 @@ runQueueProgram({
     const idleMs = Number(values['idle-ms'] ?? 30_000);
     return Number.isInteger(idleMs) && idleMs > 0 ? undefined : '--idle-ms must be a positive integer';
   },
-  configFlags: (values) => ({ 'worker.concurrency': asInt(values.concurrency) }),
+  configFlags: (values) => ({
+    'worker.concurrency': asInt(values.concurrency),
+    'io.maxBytesPerSecond': asInt(values['max-io-bytes-per-second']),
+  }),
   async run({ values, config, logger, metrics, server, setReady, stopSignal }) {
     const jobMode = values['exit-when-drained'] === true;
     const idleMs = Number(values['idle-ms'] ?? 30_000);

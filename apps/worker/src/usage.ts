@@ -10,6 +10,7 @@ export const PROGRAM = 'seglift-worker';
 export const OPTIONS = {
   ...QUEUE_PROGRAM_OPTIONS,
   concurrency: { type: 'string' },
+  'max-io-bytes-per-second': { type: 'string' },
   'exit-when-drained': { type: 'boolean' },
   'idle-ms': { type: 'string' },
 } as const satisfies FlagOptions;
@@ -45,6 +46,9 @@ Options:
   --root DIR               a directory the worker may rewrite in (repeatable; replaces roots)
   --redis-url URL          redis://[user:password@]host:port/db (redis.url)
   --concurrency N          segments converted at once, one thread each (worker.concurrency)
+  --max-io-bytes-per-second N
+                           bytes read and written per second by this worker, all its threads
+                           together (io.maxBytesPerSecond; default no limit)
   --exit-when-drained      exit 0 once the queue has had no waiting, delayed or active job for
                            --idle-ms (a Kubernetes work-queue Job); otherwise run until stopped
   --idle-ms MS             with --exit-when-drained (default 30000)
@@ -69,6 +73,8 @@ ${describeSettings([
   ['queue.name', 'queue name (segments); the watcher must use the same'],
   ['queue.prefix', 'Redis key prefix (seglift)'],
   ['worker.concurrency', '--concurrency (the CPUs, as many as the memory holds)'],
+  ['io.maxBytesPerSecond', '--max-io-bytes-per-second (no limit)'],
+  ['prepare.nice', 'a thread converting a prepare job runs at nice 10, I/O best-effort 6 (true)'],
   ['worker.lockDurationMs', "a job's lock; a killed worker's job is redone after about this long (30000)"],
   ['worker.stalledIntervalMs', 'how often stalled jobs are looked for (30000)'],
   ['worker.maxStalledCount', 'stalls before a job fails (5)'],

@@ -1,7 +1,7 @@
 import type { Config } from '@seglift/config';
 import type { Logger, SegliftMetrics } from '@seglift/observability';
 import { createRedis, decodeJobFailure, type JobResult, type SegmentJobData } from '@seglift/queue';
-import { ConversionPool } from '@seglift/segment';
+import { ConversionPool, setIoLimit, setPrepareNice } from '@seglift/segment';
 import { type Job, type JobJson, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { InvalidJobError, toJobError } from './classify.js';
@@ -62,6 +62,9 @@ export interface WorkerHandle {
 
 export async function startWorker(options: StartWorkerOptions): Promise<WorkerHandle> {
   const { config, logger } = options;
+  // The process's one I/O budget and prepare rule, before the pool's threads start (they share it).
+  setIoLimit(config.io.maxBytesPerSecond);
+  setPrepareNice(config.prepare.nice);
   const pool =
     options.convert === undefined ? new ConversionPool({ size: config.worker.concurrency }) : undefined;
   const convert = options.convert ?? ((logPath, o) => pool!.convert(logPath, o));

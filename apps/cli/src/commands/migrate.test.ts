@@ -168,6 +168,25 @@ function snapshot(dir: string): Map<string, string> {
 }
 
 describe('seglift migrate --prepare / --commit', () => {
+  it('--max-io-bytes-per-second: the summary names the limit once it throttled (JSON: ioLimit)', async () => {
+    const dir = logDir();
+    const stage = path.join(tmpDir(), 'stage');
+    const args = ['migrate', dir, '--prepare', '--stage-dir', stage, '--codec', 'zstd', '--no-nice'];
+    const r = await run([...args, '--max-io-bytes-per-second', '16k', '--quiet']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(lines(r.stdout).at(-1)).toMatch(
+      /^io limit 16\.0 KiB\/s: \d+(\.\d)? KiB read and written, threads waited \d+(\.\d)? m?s in all$/,
+    );
+    const j = await run([...args, '--json'], { SEGLIFT_IO_MAX_BYTES_PER_SECOND: '1000' });
+    expect(j.code).toBe(0);
+    const summary = JSON.parse(lines(j.stdout).at(-1)!);
+    // Everything was staged by the first run: only the stage records and samples were read.
+    expect(summary.ioLimit).toMatchObject({ maxBytesPerSecond: 1000 });
+    expect((await run([...args, '--max-io-bytes-per-second', '0'])).stderr).toMatch(
+      /--max-io-bytes-per-second must be between 1 and/,
+    );
+  });
   it('prepare leaves the log dir as it was; commit swaps in from the stage and says so', async () => {
     const dir = logDir();
     const stage = path.join(tmpDir(), 'stage');

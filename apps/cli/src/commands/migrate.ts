@@ -2,7 +2,9 @@ import path from 'node:path';
 import { type LoadedConfig, type PipelineOptions, pipelineOptions } from '@seglift/config';
 import {
   commitStage,
+  defaultPrepareConcurrency,
   formatReportTable,
+  ioThrottle,
   type MigrateOptions,
   type MigrateResult,
   migrate,
@@ -10,6 +12,8 @@ import {
   type ReadinessRules,
   type RunSummary,
   type StageCounts,
+  setIoLimit,
+  setPrepareNice,
 } from '@seglift/segment';
 import { flag, intOpt, parse, requirePositionals, str } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
@@ -19,7 +23,11 @@ import { toJsonLine } from '../io.js';
 import { ProgressBar } from '../progress.js';
 import {
   archiveHelp,
+  IO_LIMIT_ARG_OPTIONS,
+  IO_LIMIT_HELP,
   includeActiveRules,
+  ioLimitFlag,
+  ioLimitLine,
   loadSettings,
   PIPELINE_ARG_OPTIONS,
   PIPELINE_HELP,
@@ -47,7 +55,11 @@ ${PIPELINE_HELP}
   --backup-dir DIR          copy every original to DIR/<partition>/ before replacing it
   --include-active          convert the active segments too, now (only with the broker stopped)
   --concurrency N           segments converted at the same time (worker.concurrency,
-                            default: the CPUs, as many as the memory holds)
+                            default: the CPUs, as many as the memory holds; with --prepare
+                            half of that, so the broker keeps the other cores)
+${IO_LIMIT_HELP}
+  --no-nice                 with --prepare: keep this process's priority (prepare.nice false;
+                            by default prepare runs at nice 10, I/O best-effort 6)
   --prepare                 two-phase, step 1, broker RUNNING: convert and verify every rolled
                             (non-active) segment of <dir> into --stage-dir; nothing in <dir> is
                             written, renamed or locked (its .lock is left to the broker); a segment deleted or replaced while it is
@@ -82,7 +94,9 @@ ${pipelineSettingsHelp([
   ['roots', 'when set, every <dir>, the backup dir and the stage dir must lie within them (none)'],
   ['backupDir', '--backup-dir (none)'],
   ['stageDir', '--stage-dir (none)'],
-  ['worker.concurrency', '--concurrency (CPU count)'],
+  ['worker.concurrency', '--concurrency (CPU count; --prepare: half)'],
+  ['io.maxBytesPerSecond', '--max-io-bytes-per-second (no limit)'],
+  ['prepare.nice', '--no-nice: false (true)'],
   ['readiness.requireRolled', 'false: an archive, its newest segments too (above) (true)'],
   ['readiness.quietMs', 'archive: how long a newest segment must be unchanged (300000)'],
 ])}
@@ -125,6 +139,8 @@ export const migrateCommand: Command = {
       prepare: { type: 'boolean' },
       commit: { type: 'boolean' },
       'stage-dir': { type: 'string' },
+      ...IO_LIMIT_ARG_OPTIONS,
+      'no-nice': { type: 'boolean' },
     });
     const dirs = requirePositionals('migrate', p, '<dir>... (Kafka log dirs or partition dirs)');
     const stageFlag = str(p, 'stage-dir');
@@ -133,6 +149,8 @@ export const migrateCommand: Command = {
       'worker.concurrency': intOpt('migrate', p, 'concurrency', { min: 1, max: 1024 }),
       // The schema wants an absolute path; a flag is relative to where seglift was started.
       ...(stageFlag !== undefined ? { stageDir: path.resolve(ctx.io.cwd, stageFlag) } : {}),
+      ...ioLimitFlag('migrate', p),
+      ...(flag(p, 'no-nice') ? { 'prepare.nice': false } : {}),
     });
     const { config } = settings;
     const phase = flag(p, 'prepare') ? 'prepare' : flag(p, 'commit') ? 'commit' : undefined;
@@ -163,11 +181,20 @@ export const migrateCommand: Command = {
       ctx.io.cwd,
     );
     const includeActive = flag(p, 'include-active');
+    // One budget for the whole process, set before its conversion threads start (they share it).
+    setIoLimit(config.io.maxBytesPerSecond);
+    setPrepareNice(config.prepare.nice);
+    // Beside a running broker, half the cores unless told otherwise (docs/benchmarks.md, "Beside
+    // a live broker"); offline, all of them.
+    const concurrency =
+      phase === 'prepare' && settings.sources['worker.concurrency'] === undefined
+        ? defaultPrepareConcurrency()
+        : config.worker.concurrency;
     return migrateDirs(dirs, ctx, {
       ...pipelineOptions(config),
       includeActive,
       readiness: includeActive ? includeActiveRules() : config.readiness,
-      concurrency: config.worker.concurrency,
+      concurrency,
       json: flag(p, 'json'),
       quiet: flag(p, 'quiet'),
       settings,
@@ -186,6 +213,7 @@ export async function migrateDirs(
   options: MigrateCliOptions,
 ): Promise<number> {
   const bar = new ProgressBar(ctx.io.stderr, ctx.io.stderrIsTTY && !options.json && !options.quiet);
+  bar.ioLimit = ioThrottle;
   // Ctrl-C or SIGTERM stops handing out segments; conversions in flight roll back cleanly, swaps
   // in flight complete. A second Ctrl-C kills at once (still crash-safe: a rerun completes).
   const abort = new AbortController();
@@ -254,6 +282,7 @@ export async function migrateDirs(
         interrupted: result.interrupted,
         ...(result.counts ? { phase, stage: result.counts } : {}),
         ...(options.settings ? { settings: settingsJson(options.settings) } : {}),
+        ...(ioThrottle() ? { ioLimit: ioThrottle() } : {}),
       }),
     );
   } else {
@@ -262,6 +291,8 @@ export async function migrateDirs(
     if (options.settings) ctx.out.line(settingsLine(options.settings));
     ctx.out.line(summaryLine(summary));
     if (result.counts) ctx.out.line(stageLine(phase!, result.counts));
+    const limit = ioLimitLine();
+    if (limit !== undefined) ctx.out.line(limit);
   }
   reportFailures(ctx, reports);
   // Nothing lost (converted from the source instead), but bytes in the stage changed after

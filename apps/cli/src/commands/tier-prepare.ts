@@ -1,10 +1,10 @@
-import { type PartitionTieringResult, prepareTiering } from '@seglift/segment';
+import { type PartitionTieringResult, prepareTiering, setIoLimit } from '@seglift/segment';
 import { flag, parse, requirePositionals } from '../args.js';
 import type { Command } from '../command.js';
 import { EXIT_CODES_HELP, ExitCode, formatError } from '../exit-codes.js';
 import { withLockAdvice } from '../failures.js';
 import { toJsonLine } from '../io.js';
-import { loadSettings } from '../settings.js';
+import { IO_LIMIT_ARG_OPTIONS, IO_LIMIT_HELP, ioLimitFlag, ioLimitLine, loadSettings } from '../settings.js';
 import { count } from '../table.js';
 import { requireWithinRoots } from '../targets.js';
 
@@ -31,10 +31,12 @@ Run it on every broker that holds a replica, then set remote.storage.enable=true
 'seglift audit' tells which topics need it.
 
 Options:
-  --dry-run   report what is missing, write nothing (no lock taken)
-  --config FILE  YAML or JSON config file (default $SEGLIFT_CONFIG): its roots
-  --json      one NDJSON line per partition
-  -h, --help  this text
+  --dry-run                 report what is missing, write nothing (no lock taken)
+  --config FILE             YAML or JSON config file (default $SEGLIFT_CONFIG): its roots and
+                            io.maxBytesPerSecond
+  --json                    one NDJSON line per partition
+${IO_LIMIT_HELP}
+  -h, --help                this text
 
 ${EXIT_CODES_HELP}
   (here 1 also means: a partition has segments but no leader epoch at all; start the broker
@@ -49,11 +51,14 @@ export const tierPrepareCommand: Command = {
       'dry-run': { type: 'boolean' },
       json: { type: 'boolean' },
       config: { type: 'string' },
+      ...IO_LIMIT_ARG_OPTIONS,
     });
     const dirs = requirePositionals('tier-prepare', p, '<log.dir>...');
     const dryRun = flag(p, 'dry-run');
     const json = flag(p, 'json');
-    const { config } = await loadSettings('tier-prepare', p, ctx);
+    const { config } = await loadSettings('tier-prepare', p, ctx, ioLimitFlag('tier-prepare', p));
+    // The replay reads every segment: under the host's I/O limit too.
+    setIoLimit(config.io.maxBytesPerSecond);
     // Every path this run may write: the log dirs (each partition again below, by its real path).
     if (!dryRun) await requireWithinRoots(dirs, config.roots, ctx.io.cwd);
     let failed = 0;
@@ -100,6 +105,10 @@ export const tierPrepareCommand: Command = {
         prepareTiering(dir, { dryRun, roots: config.roots, onPartition: report }),
       );
     if (json) ctx.out.line(toJsonLine({ type: 'summary', written, blocked, mismatched, failed, dryRun }));
+    else {
+      const limit = ioLimitLine();
+      if (limit !== undefined) ctx.out.line(limit);
+    }
     return blocked + mismatched + failed > 0 ? ExitCode.SEGMENT_FAILED : ExitCode.OK;
   },
 };

@@ -2,17 +2,29 @@
  * Beside a live broker (io-courtesy.ts): a prepare leaves the page cache as it found it, the I/O
  * limit holds across the conversion threads, a prepare lowers its priority.
  */
+
+import { spawnSync } from 'node:child_process';
 import { closeSync, fsyncSync, openSync, readFileSync, readSync, rmSync, writeFileSync } from 'node:fs';
-import { mkdir, readdir } from 'node:fs/promises';
+import { mkdir, readdir, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CompressionType } from '@seglift/format';
-import { needs, requirement } from '@seglift/testkit';
-import { expect, it } from 'vitest';
+import { built, needs, program, requirement } from '@seglift/testkit';
+import { afterEach, describe, expect, it } from 'vitest';
 import { prepareStage } from '../runs/two-phase.js';
 import { prng, text, tmpDir, v2Batch } from '../test-support/fixtures.js';
 import { recoveryIndexes } from '../test-support/independent.js';
-import { dropFilePages, pageCacheResidency, ReadCourtesy, residentPages } from './io-courtesy.js';
+import {
+  dropFilePages,
+  ioThrottle,
+  PREPARE_IOPRIO_LEVEL,
+  PREPARE_NICE,
+  pageCacheResidency,
+  ReadCourtesy,
+  residentPages,
+  setIoLimit,
+  throttleIo,
+} from './io-courtesy.js';
 
 /** fsync then DONTNEED: `file` is on disk and out of the page cache (drop_caches, for one file). */
 function makeCold(file: string): void {
@@ -165,5 +177,80 @@ needs(pageCache).describe('prepare leaves the page cache as it found it', () => 
     } finally {
       closeSync(fd);
     }
+  });
+});
+
+describe('io.maxBytesPerSecond: one budget for the process', () => {
+  afterEach(() => setIoLimit(undefined));
+
+  it('a prepare on two threads under a limit of L takes at least (bytes read and written) / L, and stages everything', async () => {
+    const root = await tmpDir('seglift-iolimit-');
+    const logDir = path.join(root, 'kafka-logs');
+    const stageDir = path.join(root, 'stage');
+    const { logs } = await partition(path.join(logDir, 'topic-0'), 3, 1 << 20);
+    let sourceBytes = 0;
+    for (const l of logs) sourceBytes += (await stat(l)).size;
+    const limit = 2 << 20;
+    setIoLimit(limit);
+    const started = performance.now();
+    const r = await prepareStage(logDir, { codec: 'zstd', stageDir, nice: false, concurrency: 2 });
+    const seconds = (performance.now() - started) / 1000;
+    expect(r.counts).toMatchObject({ staged: 3, changed: 0 });
+    expect(r.summary.failed).toBe(0);
+    const t = ioThrottle()!;
+    // Every source read twice (the conversion, verify) and the new files written and read back.
+    expect(t.bytes).toBeGreaterThanOrEqual(2 * sourceBytes);
+    expect(t.waitedMs).toBeGreaterThan(0);
+    // A lower bound only (a loaded machine is slower, never faster): the two threads shared one
+    // budget (one per thread would have taken half as long), less the one burst it allows.
+    expect(seconds).toBeGreaterThanOrEqual(t.bytes / limit - 0.1);
+    expect(seconds).toBeGreaterThanOrEqual(sourceBytes / limit);
+  }, 120_000);
+
+  it("without a limit nothing waits; with one, each caller waits its bytes' share in turn", async () => {
+    expect(throttleIo(1 << 30)).toBeUndefined();
+    expect(ioThrottle()).toBeUndefined();
+    setIoLimit(10 << 20);
+    const started = performance.now();
+    // 4 callers at once, 1 MiB each, at 10 MiB/s: 0.4 s of budget, less the 0.1 s burst.
+    await Promise.all([0, 1, 2, 3].map(() => throttleIo(1 << 20)));
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+    expect(ioThrottle()).toMatchObject({ maxBytesPerSecond: 10 << 20, bytes: 4 << 20 });
+    expect(() => setIoLimit(0)).toThrow('io.maxBytesPerSecond must be a positive integer, not 0');
+  });
+});
+
+const ionice = program(
+  'ionice',
+  ['-p', String(process.pid)],
+  "the test reads each thread's I/O priority with ionice (util-linux)",
+);
+const dist = built(path.resolve(import.meta.dirname, '../../dist/index.js'));
+
+needs(ionice, dist).describe("prepare's priority", () => {
+  it("lowerPriority('process') gives every thread, and threads started after, nice 10 and best-effort 6", () => {
+    // In a child: a thread's nice value cannot be raised back, and this one runs other tests.
+    const script = `
+      const { lowerPriority } = await import(${JSON.stringify(path.resolve(import.meta.dirname, '../../dist/index.js'))});
+      const { Worker } = await import('node:worker_threads');
+      const { readdirSync, readFileSync } = await import('node:fs');
+      const { execFileSync } = await import('node:child_process');
+      lowerPriority('process');
+      const w = new Worker('setTimeout(() => {}, 2000)', { eval: true });
+      await new Promise((r) => w.once('online', r));
+      const out = readdirSync('/proc/self/task').map((tid) => {
+        const stat = readFileSync('/proc/self/task/' + tid + '/stat', 'utf8');
+        const nice = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+        return { nice, io: execFileSync('ionice', ['-p', tid], { encoding: 'utf8' }).trim() };
+      });
+      console.log(JSON.stringify(out));
+      process.exit(0);
+    `;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    const threads = JSON.parse(r.stdout) as { nice: number; io: string }[];
+    expect(threads.length).toBeGreaterThan(5);
+    for (const t of threads)
+      expect(t).toEqual({ nice: PREPARE_NICE, io: `best-effort: prio ${PREPARE_IOPRIO_LEVEL}` });
   });
 });
