@@ -22,6 +22,7 @@ import { open } from 'node:fs/promises';
 import { getPriority, setPriority } from 'node:os';
 import { koffi, libcLibrary } from './libc.js';
 
+const POSIX_FADV_RANDOM = 1;
 const POSIX_FADV_DONTNEED = 4;
 const PROT_READ = 1;
 const MAP_SHARED = 1;
@@ -107,10 +108,19 @@ export class ReadCourtesy {
     private readonly pageSize: number,
   ) {}
 
-  /** For the open file `fd` of `size` bytes; undefined where the page cache cannot be looked at. */
+  /**
+   * For the open file `fd` of `size` bytes; undefined where the page cache cannot be looked at.
+   * The kernel's read-ahead is turned off for this descriptor (POSIX_FADV_RANDOM; the broker's
+   * own descriptors keep theirs): a read-ahead still in flight when its range is dropped lands
+   * in the page cache afterwards and stays (measured: half of an 8 MiB segment, now and then).
+   * The reader reads ahead a whole chunk itself, so nothing is slower for it.
+   */
   static open(fd: number, size: number): ReadCourtesy | undefined {
     const before = residentPages(fd, size);
-    return before === undefined ? undefined : new ReadCourtesy(fd, before, cacheCalls()!.pageSize);
+    if (before === undefined) return undefined;
+    const c = cacheCalls()!;
+    c.fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+    return new ReadCourtesy(fd, before, c.pageSize);
   }
 
   /** Bytes [position, position + length) were read and are no longer needed. */
