@@ -4,13 +4,23 @@
  */
 
 import { spawnSync } from 'node:child_process';
-import { closeSync, fsyncSync, openSync, readFileSync, readSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  fsyncSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { mkdir, readdir, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { getPriority, tmpdir } from 'node:os';
 import path from 'node:path';
 import { CompressionType } from '@seglift/format';
 import { built, needs, program, requirement } from '@seglift/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ConversionPool } from '../runs/pool.js';
 import { prepareStage } from '../runs/two-phase.js';
 import { prng, text, tmpDir, v2Batch } from '../test-support/fixtures.js';
 import { recoveryIndexes } from '../test-support/independent.js';
@@ -250,7 +260,40 @@ needs(ionice, dist).describe("prepare's priority", () => {
     expect(r.stderr).toBe('');
     const threads = JSON.parse(r.stdout) as { nice: number; io: string }[];
     expect(threads.length).toBeGreaterThan(5);
-    for (const t of threads)
-      expect(t).toEqual({ nice: PREPARE_NICE, io: `best-effort: prio ${PREPARE_IOPRIO_LEVEL}` });
+    // Never raised: under a `nice` of more than 10 the threads keep theirs.
+    const nice = Math.max(PREPARE_NICE, getPriority());
+    for (const t of threads) expect(t).toEqual({ nice, io: `best-effort: prio ${PREPARE_IOPRIO_LEVEL}` });
   });
 });
+
+/** The nice value of each thread of this process. */
+function threadNices(): number[] {
+  return readdirSync('/proc/self/task').map((tid) => {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+  });
+}
+
+needs(dist).it(
+  "a pool thread converting into a stage (a worker's prepare job) lowers itself, and only itself",
+  async () => {
+    const dir = await tmpDir('seglift-nice-');
+    const { logs } = await partition(path.join(dir, 'topic-0'), 1, 64 << 10);
+    const stage = path.join(dir, 'stage', 'topic-0');
+    await mkdir(stage, { recursive: true });
+    const lowered = (ns: number[]) => ns.filter((n) => n === PREPARE_NICE).length;
+    const before = threadNices();
+    const base = Math.max(...before);
+    const pool = new ConversionPool({ size: 1 });
+    try {
+      const r = await pool.convert(logs[0], { codec: 'zstd', stageDir: stage });
+      expect([r.result, r.stage]).toEqual(['converted', 'staged']);
+      const after = threadNices();
+      // The converting thread and no other (under a `nice` of 10 or more already: none raised).
+      if (base < PREPARE_NICE) expect(lowered(after) - lowered(before)).toBe(1);
+      else expect(after.every((n) => n === base)).toBe(true);
+    } finally {
+      await pool.close();
+    }
+  },
+);
