@@ -159,12 +159,22 @@ needs(pageCache).describe('prepare leaves the page cache as it found it', () => 
     expect(r.counts).toMatchObject({ staged: 5, changed: 0 });
 
     const sources = await residency(cold);
-    const staged = await residency(await filesUnder(stageDir));
+    const stagedFiles = await filesUnder(stageDir);
+    const staged = await residency(stagedFiles);
+    // Each file's resident pages, should an assertion below fail.
+    const detail = (
+      await Promise.all(
+        [...logs, active, ...stagedFiles].map(async (f) => {
+          const r = await pageCacheResidency(f);
+          return `${path.relative(root, f)} ${r.resident}/${r.pages}`;
+        }),
+      )
+    ).join(', ');
     expect(staged.pages).toBeGreaterThan(100);
     // At most 10% (the partial pages at chunk edges; in practice none).
-    expect(sources.resident).toBeLessThanOrEqual(sources.pages / 10);
-    expect(staged.resident).toBeLessThanOrEqual(staged.pages / 10);
-    expect(await residency([active, hotSource])).toEqual(hot);
+    expect(sources.resident, detail).toBeLessThanOrEqual(sources.pages / 10);
+    expect(staged.resident, detail).toBeLessThanOrEqual(staged.pages / 10);
+    expect(await residency([active, hotSource]), detail).toEqual(hot);
   }, 120_000);
 
   it('a reader drops only the pages it brought in, read-ahead past its last read included', async () => {
