@@ -31,5 +31,11 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Faults for the conversion threads a test starts (inert unless a test's environment names
+    // one: packages/testkit/src/fault-preload.mjs); a spawned process gets them from faultEnv.
+    execArgv: [
+      '--import',
+      fileURLToPath(new URL('./packages/testkit/src/fault-preload.mjs', import.meta.url)),
+    ],
   },
 });

@@ -20,7 +20,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { needs, redisServer, spawnProgram, startRedis } from '@seglift/testkit';
+import { faultEnv, needs, redisServer, spawnProgram, startRedis } from '@seglift/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { brokerLogs, KraftBroker, tailOf, ZkKafka } from './support/brokers.js';
 import {
@@ -307,7 +307,7 @@ describe.skipIf(missing !== undefined)('Kafka as the oracle', () => {
     const running = migrate(
       logs,
       ['--codec', 'zstd', '--grouping', 'kafka'],
-      { SEGLIFT_TEST_HOLD_AFTER: 'rename:.log.swap', SEGLIFT_TEST_HOLD_WHILE: hold },
+      faultEnv({ SEGLIFT_TEST_HOLD_AFTER: 'rename:.log.swap', SEGLIFT_TEST_HOLD_WHILE: hold }),
       true,
     );
     try {
@@ -569,7 +569,7 @@ describe.skipIf(missing !== undefined)('Kafka as the oracle', () => {
   }, 300_000);
 
   /**
-   * SIGKILL inside each swap step (SEGLIFT_TEST_KILL_AFTER, a test-only hook of seglift's
+   * SIGKILL inside each swap step (SEGLIFT_TEST_KILL_AFTER, a test-only fault of seglift's
    * filesystem layer: kill right after the k-th operation of that kind on a path with that
    * suffix), then Kafka 4 starts directly on the directory, no seglift run in between. The @3:
    * the kill lands in the third segment's swap, with converted segments before it.
@@ -604,7 +604,7 @@ describe.skipIf(missing !== undefined)('Kafka as the oracle', () => {
       const logsBefore = segmentNames(logs);
       const r = await seglift(
         ['migrate', partitionDir ?? logs, '--codec', 'zstd', '--json', '--quiet', ...args],
-        { SEGLIFT_TEST_KILL_AFTER: killAfter },
+        faultEnv({ SEGLIFT_TEST_KILL_AFTER: killAfter }),
       );
       expect(
         r.signal,

@@ -25,6 +25,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { faultEnv } from '@seglift/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tailOf, ZkKafka } from './support/brokers.js';
 import {
@@ -198,7 +199,10 @@ describe.skipIf(missing !== undefined)('tiered storage on an old topic (issue 25
       );
       // A first run killed (SIGKILL, a real process death) right after its 4th snapshot's link:
       // 4 whole snapshots, the 4th's temp name left behind; the next run finishes the job.
-      const killed = await seglift(['tier-prepare', logs], { SEGLIFT_TEST_KILL_AFTER: 'link:.snapshot@4' });
+      const killed = await seglift(
+        ['tier-prepare', logs],
+        faultEnv({ SEGLIFT_TEST_KILL_AFTER: 'link:.snapshot@4' }),
+      );
       expect(killed.signal, describeRun('seglift tier-prepare (killed)', killed)).toBe('SIGKILL');
       const dir0 = readdirSync(dirOf(logs, 0));
       expect(dir0.filter((f) => f.endsWith('.snapshot.seglift-tmp'))).toHaveLength(1);

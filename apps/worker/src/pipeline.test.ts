@@ -24,7 +24,15 @@ import { fileURLToPath } from 'node:url';
 import { type Config, conversionSettings, loadConfig } from '@seglift/config';
 import { createRedis, partitionLeaseKey, SEGMENT_JOB_NAME, segmentJobId } from '@seglift/queue';
 import { verifySegment } from '@seglift/segment';
-import { built, needs, redisServer, spawnProgram, startRedis, type TestRedis } from '@seglift/testkit';
+import {
+  built,
+  faultEnv,
+  needs,
+  redisServer,
+  spawnProgram,
+  startRedis,
+  type TestRedis,
+} from '@seglift/testkit';
 import { independentRecords, shallowEntries } from '@seglift/testkit/independent';
 import { type Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -140,14 +148,14 @@ needs(redisServer, dist).describe('seglift-worker on the real pipeline with Redi
   }
 
   /**
-   * Holds the worker's conversion right after it creates its temp .log (fsops' test hook) until
+   * Holds the worker's conversion right after it creates its temp .log (testkit's fault-preload.mjs) until
    * `release()`: the test acts on a conversion known to be under way instead of racing it.
    */
   function hold(s: Setup): { env: Record<string, string>; release: () => void } {
     const file = join(tmp, `hold-${s.config.queue.name}`);
     writeFileSync(file, '');
     return {
-      env: { SEGLIFT_TEST_HOLD_AFTER: 'create:.log.seglift-tmp', SEGLIFT_TEST_HOLD_WHILE: file },
+      env: faultEnv({ SEGLIFT_TEST_HOLD_AFTER: 'create:.log.seglift-tmp', SEGLIFT_TEST_HOLD_WHILE: file }),
       release: () => rmSync(file, { force: true }),
     };
   }

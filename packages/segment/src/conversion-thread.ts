@@ -27,10 +27,6 @@ if (parentPort) {
       else g?.refuse(m.reason ?? 'the caller refused the swap');
       return;
     }
-    // Test hook: end this thread abruptly (as an out-of-memory or native crash would) on the
-    // segment named by the variable, so the pool's handling of a dead thread can be tested.
-    const crashOn = process.env.SEGLIFT_TEST_THREAD_CRASH;
-    if (crashOn && m.logPath.endsWith(crashOn)) process.exit(70);
     // A prepare beside a running broker (a worker's prepare job): this thread yields to it from
     // now on (a thread's nice value cannot be raised back without privilege).
     if (m.options.stageDir !== undefined && prepareNice() && !lowered) {

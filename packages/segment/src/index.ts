@@ -1,8 +1,8 @@
 /**
  * @seglift/segment: the file side of seglift. Streaming .log reader, convert -> verify -> swap,
  * index rebuild and checks, crash recovery of our own leftovers, discovery, reports, migrate pool.
- * Exported: what the programs (apps/), config and the benches use. Test seams (fsops' crash and
- * observers, convert's testHooks) are in src/test-support/seams.ts, never built.
+ * Exported: what the programs (apps/), config and the benches use. Tests crash and observe
+ * the filesystem changes through the injected FsOps (src/test-support/seams.ts, never built).
  */
 
 export {

@@ -238,6 +238,7 @@ export function fuzzHarness(options: FuzzHarnessOptions): FuzzHarness {
 }
 
 export * from './codecs.js';
+export * from './faults.js';
 export * from './process.js';
 export * from './redis.js';
 export * from './requirements.js';

@@ -17,7 +17,7 @@ import {
 import path from 'node:path';
 import { CompressionType } from '@seglift/format';
 import { acquireLogDirLock } from '@seglift/segment';
-import { built, holdLockAsABroker, needs, python3 } from '@seglift/testkit';
+import { built, faultEnv, holdLockAsABroker, needs, python3 } from '@seglift/testkit';
 import { describe, expect, it } from 'vitest';
 import { lines, run } from '../test-support/run.js';
 import { encodeLegacyEntry, tmpDir, utf8, v2Batch, writeSegment } from '../test-support/segments.js';
@@ -444,15 +444,17 @@ describe('seglift migrate, interrupted', () => {
       `${signal} stops handing out segments: the rest are not started, exit ${signal === 'SIGINT' ? 130 : 143}, no temp files, a rerun resumes`,
       async () => {
         const dir = bigDir();
-        // The second conversion is held (fsops' test hook) until the signal has been taken in,
+        // The second conversion is held (testkit's fault-preload.mjs) until the signal has been taken in,
         // so the run is stopped mid-way whatever the speed of this machine.
         const holdFile = path.join(tmpDir(), 'hold');
         writeFileSync(holdFile, '');
         const child = spawn(cli, ['migrate', dir, '--codec', 'zstd', '--concurrency', '1', '--json'], {
           env: {
             ...process.env,
-            SEGLIFT_TEST_HOLD_AFTER: 'create:.log.seglift-tmp@2',
-            SEGLIFT_TEST_HOLD_WHILE: holdFile,
+            ...faultEnv({
+              SEGLIFT_TEST_HOLD_AFTER: 'create:.log.seglift-tmp@2',
+              SEGLIFT_TEST_HOLD_WHILE: holdFile,
+            }),
           },
         });
         let out = '';

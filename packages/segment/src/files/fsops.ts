@@ -1,20 +1,13 @@
 /**
  * Every filesystem change the pipeline makes goes through here: creates, writes, fsyncs, renames,
  * unlinks, links, utimes, chown/chmod, mkdir. One place to see what a swap does to a directory,
- * and one place where tests observe it: they count operations and crash after the Nth
- * (`observeFsOps`), check which files and directories were fsynced before which rename, and a
- * test-only environment variable kills the process right after a chosen operation, so a real
- * broker can be started on exactly that state (e2e/kafka).
- *
- * SEGLIFT_TEST_KILL_AFTER (tests only):
- *   `<op>:<suffix>[@k]`  SIGKILL right after the k-th (default 1st) operation of kind <op> whose
- *                        path ends with <suffix>, e.g. `rename:.log.swap`
- *   `#N`                 SIGKILL right after the N-th filesystem change of this thread
- * SEGLIFT_TEST_HOLD_AFTER (tests only), same syntax, with SEGLIFT_TEST_HOLD_WHILE=<file>: right
- *   after that operation, wait while <file> exists (the event loop keeps running: aborts and
- *   lock renewals go on), so a test acts on a conversion held at a known point instead of racing it.
+ * and one seam: the changes are made by this thread's `FsOps` (as Kafka's LogCleaner and
+ * LocalLog take a Time and a Scheduler), the system's unless other ones were injected. A caller
+ * may wrap them (`wrapFsOps`), and a process may have them wrapped before any of its modules
+ * loads: a function stored under `FS_OPS_HOOK` on globalThis (a `node --import` module sets it in
+ * each thread) receives the system's FsOps and returns the ones the thread uses.
  */
-import { constants, existsSync } from 'node:fs';
+import { constants } from 'node:fs';
 import {
   type FileHandle,
   chmod as fsChmod,
@@ -28,115 +21,99 @@ import {
   open,
 } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { SegmentIoError } from './errors.js';
 import { lstatOrUndefined } from './fs-util.js';
 import { setMtimeNs } from './libc.js';
 
-export type FsOpKind =
-  | 'create'
-  | 'write'
-  | 'fsync'
-  | 'fsync-dir'
-  | 'rename'
-  | 'unlink'
-  | 'link'
-  | 'utimes'
-  | 'chown'
-  | 'chmod'
-  | 'mkdir'
-  | 'rmdir';
-
-export interface FsOp {
-  kind: FsOpKind;
-  /** The file changed (for rename and link: the new name). */
-  path: string;
-  /** rename and link: the old name. */
-  from?: string;
-}
-
-export type FsObserver = (op: FsOp) => void;
-
 /**
- * Thrown by a test that simulates a crash (an observer, or `crashFsOps`): callers let it through
- * and leave every file exactly as it is, as a dead process would.
+ * The filesystem changes, one method each, the bare system calls (the functions below add the
+ * error wording and the protocols). `pause` is the wait between the tries of a change (a lock
+ * polled): as Kafka's Time.sleep, it belongs to the same injected world as the changes.
  */
-export class SimulatedCrash extends Error {
-  constructor(readonly at: string) {
-    super(`simulated crash after ${at}`);
-    this.name = 'SimulatedCrash';
-  }
+export interface FsOps {
+  /** Opens `p` for writing with `flags` ('w', 'wx') and `mode`. */
+  create(p: string, flags: string, mode: number): Promise<FileHandle>;
+  /** Writes all of `bytes` at `position` of the open file `p`. */
+  write(fh: FileHandle, p: string, bytes: Uint8Array, position: number): Promise<void>;
+  fsync(fh: FileHandle, p: string): Promise<void>;
+  /** fsync of the directory `dir`, opened read-only. */
+  fsyncDir(dir: string): Promise<void>;
+  rename(from: string, to: string): Promise<void>;
+  unlink(p: string): Promise<void>;
+  link(from: string, to: string): Promise<void>;
+  utimes(p: string, atime: Date, mtime: Date): Promise<void>;
+  /** The mtime to the nanosecond, the atime left. */
+  setMtime(p: string, mtimeNs: bigint): Promise<void>;
+  chown(p: string, uid: number, gid: number): Promise<void>;
+  chmod(p: string, mode: number): Promise<void>;
+  /** mkdir -p: the first directory created (undefined: `p` existed). */
+  mkdir(p: string): Promise<string | undefined>;
+  rmdir(p: string): Promise<void>;
+  pause(ms: number): Promise<void>;
 }
 
-const observers = new Set<FsObserver>();
-let opCount = 0;
-let crashed: SimulatedCrash | undefined;
+/** The system's filesystem. */
+export const SYSTEM_FS_OPS: FsOps = Object.freeze({
+  create: (p, flags, mode) => open(p, flags, mode),
+  async write(fh, _p, bytes, position) {
+    // A short write is continued, never left half done.
+    for (let off = 0; off < bytes.length; ) {
+      const { bytesWritten } = await fh.write(bytes, off, bytes.length - off, position + off);
+      off += bytesWritten;
+    }
+  },
+  fsync: (fh) => fh.sync(),
+  async fsyncDir(dir) {
+    let fh: FileHandle | undefined;
+    try {
+      fh = await open(dir, constants.O_RDONLY);
+      await fh.sync();
+    } catch (err) {
+      // Some filesystems refuse fsync on a directory (EINVAL/EISDIR); nothing more we can do there.
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'EINVAL' && code !== 'EISDIR' && code !== 'EPERM') throw err;
+    } finally {
+      await fh?.close();
+    }
+  },
+  rename: (from, to) => fsRename(from, to),
+  unlink: (p) => fsUnlink(p),
+  link: (from, to) => fsLink(from, to),
+  utimes: (p, atime, mtime) => fsUtimes(p, atime, mtime),
+  setMtime: async (p, mtimeNs) => setMtimeNs(p, mtimeNs),
+  chown: (p, uid, gid) => fsChown(p, uid, gid),
+  chmod: (p, mode) => fsChmod(p, mode),
+  mkdir: (p) => fsMkdir(p, { recursive: true }),
+  rmdir: (p) => fsRmdir(p),
+  pause: async (ms) => {
+    await sleep(ms);
+  },
+} satisfies FsOps);
 
-/**
- * Tests: from now on every filesystem change of this thread throws `crash` before it happens,
- * as if the process had died (a crash stops all of its tasks, not only the one that saw it).
- * `undefined` lifts it.
- */
-export function crashFsOps(crash: SimulatedCrash | undefined): void {
-  crashed = crash;
+/** The globalThis key of a function that wraps each thread's FsOps before its first change. */
+export const FS_OPS_HOOK = Symbol.for('@seglift/segment.fsOps');
+
+type FsOpsWrapper = (inner: FsOps) => FsOps;
+
+let current: FsOps = SYSTEM_FS_OPS;
+{
+  const hook = (globalThis as Record<symbol, unknown>)[FS_OPS_HOOK];
+  if (typeof hook === 'function') current = (hook as FsOpsWrapper)(current);
 }
 
-/** Throws the simulated crash, if any: a dead process does not go on waiting either. */
-export function throwIfCrashed(): void {
-  if (crashed) throw crashed;
-}
-const before = throwIfCrashed;
-
-/**
- * Calls `observer` after every filesystem change of this thread, in order. It may throw (a test
- * simulating a crash throws SimulatedCrash): the change has happened, nothing after it runs.
- * Returns the function that removes the observer.
- */
-export function observeFsOps(observer: FsObserver): () => void {
-  observers.add(observer);
-  return () => observers.delete(observer);
+/** This thread's FsOps from now on are `wrap(the current ones)`; returns the function that undoes it. */
+export function wrapFsOps(wrap: FsOpsWrapper): () => void {
+  const before = current;
+  current = wrap(before);
+  return () => {
+    current = before;
+  };
 }
 
-interface KillRule {
-  kind?: string;
-  suffix?: string;
-  nth: number;
-}
-
-function parseRule(variable: string): KillRule | undefined {
-  const spec = process.env[variable];
-  if (!spec) return undefined;
-  const n = /^#(\d+)$/.exec(spec);
-  if (n) return { nth: Number(n[1]) };
-  const m = /^([a-z-]+):([^@]+)(?:@(\d+))?$/.exec(spec);
-  if (!m) throw new Error(`${variable}: cannot parse '${spec}' (<op>:<suffix>[@k] or #N)`);
-  return { kind: m[1], suffix: m[2], nth: m[3] ? Number(m[3]) : 1 };
-}
-
-/** Counts the operations matching a rule; true at its nth. */
-function matcher(rule: KillRule | undefined): (op: FsOp) => boolean {
-  let seen = 0;
-  return (op) =>
-    rule !== undefined &&
-    (rule.kind === undefined
-      ? opCount === rule.nth
-      : op.kind === rule.kind && op.path.endsWith(rule.suffix!) && ++seen === rule.nth);
-}
-
-const killHere = matcher(parseRule('SEGLIFT_TEST_KILL_AFTER'));
-const holdHere = matcher(parseRule('SEGLIFT_TEST_HOLD_AFTER'));
-const holdWhile = process.env.SEGLIFT_TEST_HOLD_WHILE;
-
-async function done(op: FsOp): Promise<void> {
-  opCount++;
-  if (killHere(op)) {
-    process.kill(process.pid, 'SIGKILL');
-    // SIGKILL is delivered before the kill call returns to this thread in practice; never go on.
-    for (;;) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
-  }
-  for (const o of observers) o(op);
-  if (holdWhile && holdHere(op)) {
-    while (existsSync(holdWhile)) await new Promise((r) => setTimeout(r, 20));
-  }
+/** Waits `ms` between two tries of a change (see FsOps.pause). */
+export function pause(ms: number): Promise<void> {
+  return current.pause(ms);
 }
 
 function ioError(what: string, file: string, err: unknown): SegmentIoError {
@@ -145,38 +122,17 @@ function ioError(what: string, file: string, err: unknown): SegmentIoError {
 }
 
 /** Opens `p` for writing (created or truncated, or `wx`: must not exist) with `mode`. */
-export async function openForWrite(p: string, flags = 'w', mode = 0o644): Promise<FileHandle> {
-  before();
-  const fh = await open(p, flags, mode);
-  try {
-    await done({ kind: 'create', path: p });
-  } catch (err) {
-    await fh.close();
-    throw err;
-  }
-  return fh;
+export function openForWrite(p: string, flags = 'w', mode = 0o644): Promise<FileHandle> {
+  return current.create(p, flags, mode);
 }
 
 /** Writes all of `bytes` at `position` (a short write is continued, never left half done). */
-export async function writeAll(
-  fh: FileHandle,
-  p: string,
-  bytes: Uint8Array,
-  position: number,
-): Promise<void> {
-  before();
-  let off = 0;
-  while (off < bytes.length) {
-    const { bytesWritten } = await fh.write(bytes, off, bytes.length - off, position + off);
-    off += bytesWritten;
-  }
-  await done({ kind: 'write', path: p });
+export function writeAll(fh: FileHandle, p: string, bytes: Uint8Array, position: number): Promise<void> {
+  return current.write(fh, p, bytes, position);
 }
 
-export async function syncHandle(fh: FileHandle, p: string): Promise<void> {
-  before();
-  await fh.sync();
-  await done({ kind: 'fsync', path: p });
+export function syncHandle(fh: FileHandle, p: string): Promise<void> {
+  return current.fsync(fh, p);
 }
 
 export async function fsyncFile(p: string): Promise<void> {
@@ -190,26 +146,16 @@ export async function fsyncFile(p: string): Promise<void> {
 
 /** Makes renames/creates/unlinks in `dir` durable (a rename is only safe once its directory is synced). */
 export async function fsyncDir(dir: string): Promise<void> {
-  before();
-  let fh: FileHandle | undefined;
   try {
-    fh = await open(dir, constants.O_RDONLY);
-    await fh.sync();
+    await current.fsyncDir(dir);
   } catch (err) {
-    // Some filesystems refuse fsync on a directory (EINVAL/EISDIR); nothing more we can do there.
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'EINVAL' && code !== 'EISDIR' && code !== 'EPERM')
-      throw ioError('fsync of directory', dir, err);
-  } finally {
-    await fh?.close();
+    throw ioError('fsync of directory', dir, err);
   }
-  await done({ kind: 'fsync-dir', path: dir });
 }
 
 export async function rename(from: string, to: string): Promise<void> {
-  before();
   try {
-    await fsRename(from, to);
+    await current.rename(from, to);
   } catch (err) {
     throw new SegmentIoError(
       `rename to ${to} failed: ${(err as Error).message}`,
@@ -217,12 +163,10 @@ export async function rename(from: string, to: string): Promise<void> {
       { cause: err },
     );
   }
-  await done({ kind: 'rename', path: to, from });
 }
 
 /** Unlinks `p`; false when it did not exist. */
 export async function removeIfExists(p: string): Promise<boolean> {
-  before();
   // Most calls clear temp names that are not there (about seven a swap): a synchronous lstat
   // answers that without an unlink's threadpool round trip (fs-util.ts). A name appearing after
   // it is left as it would be had the unlink come a moment earlier.
@@ -234,56 +178,42 @@ export async function removeIfExists(p: string): Promise<boolean> {
   }
   if (!present) return false;
   try {
-    await fsUnlink(p);
+    await current.unlink(p);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw ioError('unlink', p, err);
   }
-  await done({ kind: 'unlink', path: p });
   return true;
 }
 
 /** link(2): fails with EEXIST when `to` exists (what the lock protocol relies on). */
-export async function link(from: string, to: string): Promise<void> {
-  before();
-  await fsLink(from, to);
-  await done({ kind: 'link', path: to, from });
+export function link(from: string, to: string): Promise<void> {
+  return current.link(from, to);
 }
 
-export async function utimes(p: string, atime: Date, mtime: Date): Promise<void> {
-  before();
-  await fsUtimes(p, atime, mtime);
-  await done({ kind: 'utimes', path: p });
+export function utimes(p: string, atime: Date, mtime: Date): Promise<void> {
+  return current.utimes(p, atime, mtime);
 }
 
 /**
  * Gives `p` the mtime `mtimeNs` to the nanosecond (utimensat: fs.utimes goes through a double of
- * seconds and loses the sub-microsecond part); its atime is left. A 'utimes' operation.
+ * seconds and loses the sub-microsecond part); its atime is left.
  */
-export async function setMtime(p: string, mtimeNs: bigint): Promise<void> {
-  before();
-  setMtimeNs(p, mtimeNs);
-  await done({ kind: 'utimes', path: p });
+export function setMtime(p: string, mtimeNs: bigint): Promise<void> {
+  return current.setMtime(p, mtimeNs);
 }
 
-export async function chown(p: string, uid: number, gid: number): Promise<void> {
-  before();
-  await fsChown(p, uid, gid);
-  await done({ kind: 'chown', path: p });
+export function chown(p: string, uid: number, gid: number): Promise<void> {
+  return current.chown(p, uid, gid);
 }
 
-export async function chmod(p: string, mode: number): Promise<void> {
-  before();
-  await fsChmod(p, mode);
-  await done({ kind: 'chmod', path: p });
+export function chmod(p: string, mode: number): Promise<void> {
+  return current.chmod(p, mode);
 }
 
 /** mkdir -p; returns the first directory it created (undefined: `p` existed already). */
-export async function mkdirp(p: string): Promise<string | undefined> {
-  before();
-  const made = await fsMkdir(p, { recursive: true });
-  if (made !== undefined) await done({ kind: 'mkdir', path: p });
-  return made;
+export function mkdirp(p: string): Promise<string | undefined> {
+  return current.mkdir(p);
 }
 
 /**
@@ -292,15 +222,13 @@ export async function mkdirp(p: string): Promise<string | undefined> {
  */
 export async function removeEmptyDirs(dir: string, made: string): Promise<void> {
   for (let d = dir; d.startsWith(made); d = dirname(d)) {
-    before();
     try {
-      await fsRmdir(d);
+      await current.rmdir(d);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOENT') return;
       throw ioError('rmdir', d, err);
     }
-    await done({ kind: 'rmdir', path: d });
     if (d === made) return;
   }
 }

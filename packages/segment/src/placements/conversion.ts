@@ -2,7 +2,7 @@
 
 import { LostLockError, toSegmentError } from '../files/errors.js';
 import { exists } from '../files/fs-util.js';
-import { removeEmptyDirs, removeIfExists, SimulatedCrash } from '../files/fsops.js';
+import { removeEmptyDirs, removeIfExists } from '../files/fsops.js';
 import type { SegmentFiles } from '../files/names.js';
 import { emptyReport, type SegmentReport, throughput } from '../rewrite/report.js';
 import { tempFiles } from '../rewrite/rewrite.js';
@@ -78,14 +78,6 @@ export class Conversion {
   }
 
   private async failed(err: unknown): Promise<void> {
-    if (err instanceof SimulatedCrash) {
-      // A dead process releases nothing: its locks stay until they are judged stale.
-      this.lock?.abandon();
-      this.held?.abandon();
-      this.lock = undefined;
-      this.held = undefined;
-      throw err;
-    }
     const { report, options } = this;
     if (err instanceof LostLockError) {
       // The run that took the lock over owns these files now (the temp names are the same for

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { InvalidArgumentError } from '@seglift/format';
 import { LostLockError } from '../files/errors.js';
 import { exists } from '../files/fs-util.js';
-import { fsyncDir, mkdirp, removeIfExists, rename, SimulatedCrash } from '../files/fsops.js';
+import { fsyncDir, mkdirp, removeIfExists, rename } from '../files/fsops.js';
 import type { SegmentFiles } from '../files/names.js';
 import { assertCanKeepOwnership, ownershipOf } from '../files/ownership.js';
 import { assertNotInMarkedDir, assertSingleLink, requireSegment } from '../files/segment-file.js';
@@ -121,7 +121,6 @@ export async function intoStage(c: Conversion, stagePartition: string): Promise<
     if (staged === undefined) throw new SourceMovedError(src.log);
     await stageRewrite(c, src, stagePartition, staged);
   } catch (err) {
-    if (err instanceof SimulatedCrash) throw err;
     await c.removeOutputs();
     // Not a failure of a prepare: nothing is staged, and the commit converts whatever is there then.
     const now = await sourceIdentity(c.logPath).catch(() => undefined);
@@ -220,13 +219,9 @@ export async function inPlaceFromStage(c: Conversion, stagePartition: string): P
     } else await assertSingleLink(src);
     await swap(c, seg);
     // Committed: the staged copies are the swapped-in files now (links); the record goes.
-    if (staged === 'adopted') await discardStaged(stagePartition, src.baseOffset).catch(rethrowCrash);
+    if (staged === 'adopted') await discardStaged(stagePartition, src.baseOffset).catch(() => {});
     c.report.result = 'converted';
   });
-}
-
-function rethrowCrash(err: unknown): void {
-  if (err instanceof SimulatedCrash) throw err;
 }
 
 /** In place, a source written meanwhile is not swapped: skipped, a later run converts it once quiet. */
@@ -328,7 +323,7 @@ async function swap(c: Conversion, { src, read, attributes }: InPlaceSegment): P
     // Once the marker is written the swap is completed, by this run or the next one
     // (recoverLeftovers); before it, the conversion's failure removes the temp files. A lost
     // lock: the partition is the other run's now, so nothing is completed or removed here.
-    if (swapping && !(err instanceof SimulatedCrash) && !(err instanceof LostLockError))
+    if (swapping && !(err instanceof LostLockError))
       await recoverLeftovers(src.dir, {
         baseOffset: src.baseOffset,
         ownLockToken: c.lock?.token,

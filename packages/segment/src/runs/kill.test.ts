@@ -1,13 +1,13 @@
 /**
  * Crash safety with real processes (docs/reliability.md, "Crash at any instant"): `seglift
  * convert --in-place` and `seglift migrate --concurrency 2` killed with SIGKILL right after each
- * step of a swap (SEGLIFT_TEST_KILL_AFTER, fsops.ts), then a broker start (the model) and our
+ * step of a swap (SEGLIFT_TEST_KILL_AFTER, @seglift/testkit's fault-preload.mjs), then a broker start (the model) and our
  * recovery and rerun, as in crash.test.ts.
  */
 import { spawn } from 'node:child_process';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { built, needs } from '@seglift/testkit';
+import { built, faultEnv, needs } from '@seglift/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { brokerServes, partition, recoverAndRerun } from '../test-support/crash-partition.js';
 import { mixedSegment, tmpDir } from '../test-support/fixtures.js';
@@ -25,7 +25,7 @@ function runKilled(
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [cli, ...args], {
       stdio: 'ignore',
-      env: { ...process.env, SEGLIFT_TEST_KILL_AFTER: killAfter },
+      env: { ...process.env, ...faultEnv({ SEGLIFT_TEST_KILL_AFTER: killAfter }) },
     });
     child.once('exit', (code, signal) => resolve({ code, signal }));
   });

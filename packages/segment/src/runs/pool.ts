@@ -71,8 +71,6 @@ export interface ConversionPoolOptions {
   size: number;
   /** After an abort, how long a conversion gets to clean up before its thread is terminated. */
   abortTimeoutMs?: number;
-  /** Test hook (SEGLIFT_TEST_THREAD_CRASH): a thread converting a path ending so exits at once. */
-  env?: NodeJS.ProcessEnv;
 }
 
 interface Running {
@@ -167,7 +165,6 @@ export class ConversionPool {
     const t: PoolThread = {
       worker: new Worker(this.script, {
         resourceLimits: PIPELINE_THREAD_RESOURCE_LIMITS,
-        env: this.options.env ?? process.env,
         // The process's one I/O budget and its prepare priority rule (io-courtesy.ts).
         workerData: threadInit(),
       }),

@@ -3,12 +3,11 @@ import { close as closeFd, fstat, open as openFd, readSync } from 'node:fs';
 import { stat, utimes } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { readBoundedText } from '../files/bounded-read.js';
 import { LockedError, LostLockError } from '../files/errors.js';
 import { statOrUndefined } from '../files/fs-util.js';
-import { link, removeIfExists, throwIfCrashed, writeWholeFile } from '../files/fsops.js';
+import { link, pause, removeIfExists, writeWholeFile } from '../files/fsops.js';
 import { LOCK_SUFFIX, PARTITION_LOCK_NAME, TMP_SUFFIX } from '../files/names.js';
 
 export interface LockInfo {
@@ -391,7 +390,6 @@ export async function acquirePartitionLock(
       }
     }
     options.signal?.throwIfAborted();
-    throwIfCrashed();
-    await sleep(wait);
+    await pause(wait);
   }
 }

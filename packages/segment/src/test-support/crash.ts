@@ -1,6 +1,6 @@
 /**
  * Crash simulation for tests: run some conversions and "kill the process" right after its Nth
- * filesystem change (fsops.ts), then look at the directory as a broker or a rerun would.
+ * filesystem change (seams.ts), then look at the directory as a broker or a rerun would.
  */
 import { readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -11,7 +11,7 @@ export interface CrashRun {
   crashed: boolean;
   /** Every filesystem change made, in order, up to and including the Nth. */
   ops: FsOp[];
-  /** What each task of `work` resolved to (undefined: it crashed). */
+  /** What each task of `work` resolved to (undefined: it rejected with the crash). */
   results: unknown[];
 }
 
@@ -43,7 +43,7 @@ export async function crashAfterOp<T>(
   try {
     const settled = await Promise.allSettled(work());
     for (const r of settled) {
-      if (r.status === 'rejected' && !(r.reason instanceof SimulatedCrash)) throw r.reason;
+      if (r.status === 'rejected' && !causedByCrash(r.reason)) throw r.reason;
     }
     results = settled.map((r) => (r.status === 'fulfilled' ? r.value : undefined));
   } finally {
@@ -51,6 +51,12 @@ export async function crashAfterOp<T>(
     crashFsOps(undefined);
   }
   return { crashed, ops, results };
+}
+
+/** The simulated crash, or an error made of it (a rename's SegmentIoError has it as its cause). */
+function causedByCrash(err: unknown): boolean {
+  for (let e = err; e instanceof Error; e = e.cause) if (e instanceof SimulatedCrash) return true;
+  return false;
 }
 
 /** The kind and name of a change without its directory and offset: `rename .log.swap`. */
