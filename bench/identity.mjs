@@ -288,7 +288,10 @@ function runWith(root, tag) {
     for (let i = 0; i < jobs.length; i++) {
       const j = jobs[i];
       const dir = join(${JSON.stringify(out)}, String(i));
-      const r = await convertSegment(j.log, { ...j.opts, outDir: dir });
+      // convertSegment(logPath, settings, placement) since issue 33; (logPath, options) before.
+      const r = convertSegment.length >= 3
+        ? await convertSegment(j.log, j.opts, { kind: 'outDir', dir })
+        : await convertSegment(j.log, { ...j.opts, outDir: dir });
       const files = {};
       for (const ext of ['log', 'index', 'timeindex']) {
         const f = join(dir, j.log.split('/').pop().replace(/\\.log$/, '.' + ext));

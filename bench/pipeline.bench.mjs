@@ -41,7 +41,7 @@ function convertInChild(logPath, outDir, options, cpus = '0') {
   const script = `
     const { convertSegment } = await import(${JSON.stringify(segmentDist)});
     const t = performance.now();
-    const r = await convertSegment(${JSON.stringify(logPath)}, { outDir: ${JSON.stringify(outDir)}, ...${JSON.stringify(options)} });
+    const r = await convertSegment(${JSON.stringify(logPath)}, ${JSON.stringify(options)}, { kind: 'outDir', dir: ${JSON.stringify(outDir)} });
     const ms = performance.now() - t;
     // This process's peak RSS: VmHWM (resourceUsage().maxRSS keeps the spawning parent's, on Linux).
     let maxRssKiB = process.resourceUsage().maxRSS;

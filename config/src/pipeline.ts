@@ -1,15 +1,13 @@
-import {
-  CONVERSION_SETTINGS,
-  type ConversionSettings,
-  type ConvertOptions,
-  stageOptionsKey,
-} from '@seglift/segment';
+import { CONVERSION_SETTINGS, type ConversionSettings, stageOptionsKey } from '@seglift/segment';
 import type { Config } from './schema.js';
 
 export type { ConversionSettings };
 
 /** What the settings say about a conversion: the options every front door passes on. */
-export type PipelineOptions = ConversionSettings & Pick<ConvertOptions, 'backupDir'>;
+export type PipelineOptions = ConversionSettings & {
+  /** In place: copy the originals to backupDir/<partition dir name>/ first. */
+  backupDir?: string;
+};
 
 /**
  * The declared conversion settings (conversion-settings.ts), each from its config key: what a

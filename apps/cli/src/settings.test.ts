@@ -137,7 +137,7 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
       ['b', 9],
     ] as const) {
       const ref = path.join(dir, `ref-${outDir}`);
-      await convertSegment(src, { codec: 'gzip', level, outDir: ref });
+      await convertSegment(src, { codec: 'gzip', level }, { kind: 'outDir', dir: ref });
       const name = path.basename(src);
       expect(readFileSync(path.join(dir, outDir, name)).equals(readFileSync(path.join(ref, name)))).toBe(
         true,
@@ -321,7 +321,11 @@ describe('convert/migrate/audit settings from @seglift/config', () => {
     // The .index is convert's with the same settings.
     const ref = path.join(tmpDir(), 'ref');
     const orig = legacySegment(tmpDir(), 60, 0n);
-    await convertSegment(orig, { codec: 'gzip', grouping: 'kafka', indexIntervalBytes: 1024, outDir: ref });
+    await convertSegment(
+      orig,
+      { codec: 'gzip', grouping: 'kafka', indexIntervalBytes: 1024 },
+      { kind: 'outDir', dir: ref },
+    );
     const name = '00000000000000000000.index';
     expect(readFileSync(path.join(part, name)).length).toBeGreaterThan(0);
     expect(readFileSync(path.join(part, name)).equals(readFileSync(path.join(ref, name)))).toBe(true);

@@ -16,11 +16,13 @@ import {
 import {
   assertBackupDirOutside,
   assertLogDirHolds,
-  type ConvertOptions,
+  type ConvertHooks,
+  type ConvertSettings,
   holdLogDirLocks,
   LogDirLockedError,
   logDirsGuarding,
   openStageDir,
+  type Placement,
   quietAtStart,
   type ReadinessRules,
   readinessRules,
@@ -36,7 +38,12 @@ import type { Redis } from 'ioredis';
 import { classifyError, InvalidJobError, toJobError } from './classify.js';
 
 /** How the worker converts a segment: the conversion pool's convert (tests pass their own). */
-export type ConvertFn = (logPath: string, options: ConvertOptions) => Promise<SegmentReport>;
+export type ConvertFn = (
+  logPath: string,
+  settings: ConvertSettings,
+  placement: Placement,
+  hooks: ConvertHooks,
+) => Promise<SegmentReport>;
 
 export interface ProcessorDeps {
   config: Config;
@@ -337,34 +344,34 @@ export function createProcessor(deps: ProcessorDeps) {
     let lastProgress = 0;
     // Prepare: into the stage dir of the log dir holding this partition (the layout a
     // `seglift migrate <log dir> --commit --stage-dir S` reads); nothing in the log dir written.
-    const where: Partial<ConvertOptions> =
+    const placement: Placement =
       stageDir === undefined
         ? {
-            inPlace: true,
+            kind: 'inPlace',
             // Where originals go is the worker's (its disks), not the job's.
             backupDir: config.backupDir,
             // An archive's segment must still be quiet when its conversion starts (the pool may
             // have kept it waiting; a copy may have resumed).
             quietMs: quietAtStart(rules),
-            // Right before the swap (under the partition lock): a worker whose lease another
-            // worker took between two renewals never swaps, and a source written to while it was
-            // converted (a copy resumed) is never swapped out: those bytes would be lost with it.
-            beforeSwap: async () => {
-              await lease.assertHeld();
-              const change = stateChange(queued, fileStateOf(logPath, await stat(logPath, { bigint: true })));
-              if (change !== undefined) throw changedError(logPath, change);
-            },
           }
         : {
-            stageDir: stagePartitionDir(await openStageDir(stageDir, logDir, true), dirname(logPath)),
+            kind: 'stage',
+            dir: stagePartitionDir(await openStageDir(stageDir, logDir, true), dirname(logPath)),
           };
+    // Right before the swap (under the partition lock): a worker whose lease another worker took
+    // between two renewals never swaps, and a source written to while it was converted (a copy
+    // resumed) is never swapped out: those bytes would be lost with it.
+    const beforeSwap = async () => {
+      await lease.assertHeld();
+      const change = stateChange(queued, fileStateOf(logPath, await stat(logPath, { bigint: true })));
+      if (change !== undefined) throw changedError(logPath, change);
+    };
     // In place: the .lock of every log dir guarding it, as a broker holds one, for the whole
     // conversion (shared by this process's jobs; a broker holding one refuses the job: classify.ts).
     const logDirLock = stageDir === undefined ? holdLogDirLocks(logDirs) : undefined;
     try {
-      return await deps.convert(logPath, {
-        ...settings,
-        ...where,
+      return await deps.convert(logPath, settings, placement, {
+        beforeSwap: stageDir === undefined ? beforeSwap : undefined,
         signal: anyOf([deps.shutdown, lease.lost, bullSignal]),
         onProgress: (bytesDone, bytesTotal) => {
           const now = Date.now();

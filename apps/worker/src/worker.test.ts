@@ -20,7 +20,6 @@ import { createLogger, createMetrics, metricsSnapshot } from '@seglift/observabi
 import { createRedis, doneMarkerKey, fileStateOf, SEGMENT_JOB_NAME, segmentJobId } from '@seglift/queue';
 import {
   acquireLogDirLock,
-  type ConvertOptions,
   emptyReport,
   LogDirLockedError,
   logDirLockHolder,
@@ -154,10 +153,11 @@ needs(redisServer).describe('worker with a real Redis', () => {
 
   it('converts, reports progress, marks the result done and records metrics', async () => {
     const { config, dir, conn, queue, events } = setup([seg(0), seg(10)]);
-    const calls: Array<[string, ConvertOptions]> = [];
-    const convert: ConvertFn = async (p, o) => {
-      calls.push([p, o]);
-      o.onProgress?.(5, 10);
+    const calls: Parameters<ConvertFn>[] = [];
+    const convert: ConvertFn = async (...call) => {
+      const [p, , , hooks] = call;
+      calls.push(call);
+      hooks.onProgress?.(5, 10);
       writeFileSync(p, 'converted!');
       return report(p, {
         result: 'converted',
@@ -186,10 +186,10 @@ needs(redisServer).describe('worker with a real Redis', () => {
       maxBatchBytes: 1048588,
       indexIntervalBytes: 4096,
       maxDecompressedBatchBytes: 64 * 1024 * 1024,
-      inPlace: true,
     });
-    expect(calls[0][1].signal).toBeInstanceOf(AbortSignal);
-    expect(calls[0][1].beforeSwap).toBeInstanceOf(Function);
+    expect(calls[0][2]).toMatchObject({ kind: 'inPlace' });
+    expect(calls[0][3].signal).toBeInstanceOf(AbortSignal);
+    expect(calls[0][3].beforeSwap).toBeInstanceOf(Function);
     // The marker names the file as the conversion left it (inode and ctime too).
     const doneId = segmentJobId({
       ...fileStateOf(p, statSync(p, { bigint: true })),
@@ -271,9 +271,10 @@ needs(redisServer).describe('worker with a real Redis', () => {
     // The stage dir beside the log dir (root), both within the roots.
     const { config, dir, conn, queue, events } = setup([seg(0), seg(10)], { roots: [tmp] });
     const stageDir = join(tmp, 'stage');
-    const calls: Array<[string, ConvertOptions]> = [];
-    const convert: ConvertFn = async (p, o) => {
-      calls.push([p, o]);
+    const calls: Parameters<ConvertFn>[] = [];
+    const convert: ConvertFn = async (...call) => {
+      const p = call[0];
+      calls.push(call);
       return report(p, { result: 'converted', stage: 'staged', bytesIn: 10, bytesOut: 5 });
     };
     const w = await startWorker({ config, logger, convert });
@@ -288,9 +289,8 @@ needs(redisServer).describe('worker with a real Redis', () => {
     });
     expect(await finished(job, events)).toMatchObject({ ok: true, value: { result: 'converted' } });
     expect(calls).toHaveLength(1);
-    expect(calls[0][1].stageDir).toBe(join(stageDir, `${queue.name}-0`));
-    expect(calls[0][1].inPlace).toBeUndefined();
-    expect(calls[0][1].beforeSwap).toBeUndefined();
+    expect(calls[0][2]).toEqual({ kind: 'stage', dir: join(stageDir, `${queue.name}-0`) });
+    expect(calls[0][3].beforeSwap).toBeUndefined();
     expect(statSync(join(stageDir, '.seglift-stage')).isFile()).toBe(true);
     const doneId = segmentJobId({
       ...fileStateOf(p, statSync(p, { bigint: true })),
@@ -328,12 +328,12 @@ needs(redisServer).describe('worker with a real Redis', () => {
       codec: 'none',
     });
     const calls: string[] = [];
-    const convert: ConvertFn = async (p, o) => {
+    const convert: ConvertFn = async (p, _settings, _placement, hooks) => {
       calls.push(p);
       // The copy resumes while the segment is being converted: the swap must not happen.
       appendFileSync(p, ' and the rest of the copy');
       try {
-        await o.beforeSwap?.();
+        await hooks.beforeSwap?.();
       } catch (err) {
         return report(p, { result: 'failed', error: (err as SegliftError).toJSON() });
       }
@@ -468,8 +468,12 @@ needs(redisServer).describe('worker with a real Redis', () => {
       'readiness.quietMs': quietMs,
     });
     const calls: Array<{ path: string; at: number; quietMs?: number }> = [];
-    const convert: ConvertFn = async (p, o) => {
-      calls.push({ path: p, at: Date.now(), quietMs: o.quietMs });
+    const convert: ConvertFn = async (p, _settings, placement) => {
+      calls.push({
+        path: p,
+        at: Date.now(),
+        quietMs: placement.kind === 'inPlace' ? placement.quietMs : undefined,
+      });
       // The newest segment: its copy resumed when the conversion started (convert's own check).
       if (p.endsWith(seg(10)) && calls.filter((c) => c.path === p).length === 1)
         return report(p, { result: 'skipped', reason: 'still-changing' });
@@ -779,7 +783,7 @@ needs(redisServer).describe('worker with a real Redis', () => {
     const released = new Promise<void>((r) => {
       release = r;
     });
-    const slow: ConvertFn = (p, o) =>
+    const slow: ConvertFn = (p, _settings, _placement, o) =>
       new Promise((resolve, reject) => {
         seen.push(p);
         if (p === join(dir, seg(0))) {

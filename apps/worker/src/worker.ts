@@ -67,7 +67,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerHa
   setPrepareNice(config.prepare.nice);
   const pool =
     options.convert === undefined ? new ConversionPool({ size: config.worker.concurrency }) : undefined;
-  const convert = options.convert ?? ((logPath, o) => pool!.convert(logPath, o));
+  const convert: ConvertFn = options.convert ?? ((...a) => pool!.convert(...a));
   const redis = createRedis(config.redis.url);
   redis.on('error', (err) => logger.debug({ err }, 'redis error'));
   const shutdownController = new AbortController();

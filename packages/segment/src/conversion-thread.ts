@@ -29,14 +29,13 @@ if (parentPort) {
     }
     // A prepare beside a running broker (a worker's prepare job): this thread yields to it from
     // now on (a thread's nice value cannot be raised back without privilege).
-    if (m.options.stageDir !== undefined && prepareNice() && !lowered) {
+    if (m.placement.kind === 'stage' && prepareNice() && !lowered) {
       lowerPriority('thread');
       lowered = true;
     }
     const controller = new AbortController();
     controllers.set(m.id, controller);
-    const report = await convertSegment(m.logPath, {
-      ...m.options,
+    const report = await convertSegment(m.logPath, m.settings, m.placement, {
       signal: controller.signal,
       onProgress: (bytesDone, bytesTotal) => post({ type: 'progress', id: m.id, bytesDone, bytesTotal }),
       beforeSwap: m.gated

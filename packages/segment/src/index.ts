@@ -48,7 +48,8 @@ export {
 } from './files/names.js';
 export { statRegularFile } from './files/segment-file.js';
 export { PIPELINE_NODE } from './node-flags.js';
-export { type ConvertOptions, convertSegment } from './placements/convert.js';
+export type { ConvertHooks, ConvertSettings, Placement } from './placements/conversion.js';
+export { convertSegment } from './placements/convert.js';
 export {
   CONVERSION_SETTINGS,
   type ConversionSetting,
@@ -66,6 +67,7 @@ export {
   type SegmentReport,
   summarize,
 } from './rewrite/report.js';
+export { rewriteSettingsOf } from './rewrite/rewrite.js';
 export { targetFormatOf } from './rewrite/target-format.js';
 export { type VerifyReport, verifySegment } from './rewrite/verify.js';
 export {

@@ -4,13 +4,15 @@ import path from 'node:path';
 import { type LoadedConfig, type PipelineOptions, pipelineOptions } from '@seglift/config';
 import {
   assertBackupDirOutside,
-  type ConvertOptions,
+  type ConvertSettings,
   convertSegment,
   formatReportTable,
   holdLogDirLocks,
   logDirsGuarding,
   logDirsUnderRoots,
+  type Placement,
   parseSegmentName,
+  rewriteSettingsOf,
   type SegmentReport,
   summarize,
 } from '@seglift/segment';
@@ -70,7 +72,9 @@ ${EXIT_CODES_HELP}
 
 export interface ConvertCliOptions
   extends PipelineOptions,
-    Pick<ConvertOptions, 'outDir' | 'inPlace' | 'force' | 'acceptTruncatedTail'> {
+    Pick<ConvertSettings, 'force' | 'acceptTruncatedTail'> {
+  /** Where each segment's result goes: --out DIR, or --in-place (with the backup dir). */
+  placement: Placement;
   json?: boolean;
   /** The effective settings, named in the summary (JSON `settings`, and a `settings:` line). */
   settings?: LoadedConfig;
@@ -118,10 +122,11 @@ export const convertCommand: Command = {
     );
     return convert(files, ctx, {
       ...pipelineOptions(config),
-      outDir,
-      inPlace,
       // A backupDir from the config file or environment is for in-place rewrites only.
-      backupDir: inPlace ? config.backupDir : undefined,
+      placement:
+        outDir === undefined
+          ? { kind: 'inPlace', backupDir: config.backupDir }
+          : { kind: 'outDir', dir: outDir },
       force: flag(p, 'force'),
       acceptTruncatedTail: flag(p, 'accept-truncated-tail'),
       json: flag(p, 'json'),
@@ -163,7 +168,9 @@ export async function convert(
   ctx: CommandContext,
   options: ConvertCliOptions,
 ): Promise<number> {
-  const { json, settings, roots = [], ...convertOptions } = options;
+  const { json, settings, placement, roots = [] } = options;
+  // The conversion settings and nothing else (the options hold the program's own too).
+  const conversion = rewriteSettingsOf(options);
   const started = performance.now();
   const bar = new ProgressBar(ctx.io.stderr, ctx.io.stderrIsTTY && !json);
   bar.segmentsTotal = files.length;
@@ -173,23 +180,23 @@ export async function convert(
   // In place: the .lock of every log dir guarding a segment's partition (the one it is named in
   // and its real parent), all before the first write (a missing segment is reported by the
   // conversion, which refuses it).
-  const logDirs = convertOptions.inPlace
-    ? await withLockAdvice('stop it first, or write the result elsewhere with --out DIR', async () => {
-        const guarding: string[] = [];
-        const linkedFrom = roots.length > 0 ? await logDirsUnderRoots(roots) : undefined;
-        for (const f of files.filter((f) => existsSync(f))) {
-          const partition = path.dirname(f);
-          guarding.push(...(linkedFrom?.get(realpathSync(partition)) ?? []));
-          guarding.push(...(await logDirsGuarding(partition)));
-        }
-        if (convertOptions.backupDir) await assertBackupDirOutside(convertOptions.backupDir, guarding);
-        return holdLogDirLocks(guarding);
-      })
-    : { release() {} };
+  const logDirs =
+    placement.kind === 'inPlace'
+      ? await withLockAdvice('stop it first, or write the result elsewhere with --out DIR', async () => {
+          const guarding: string[] = [];
+          const linkedFrom = roots.length > 0 ? await logDirsUnderRoots(roots) : undefined;
+          for (const f of files.filter((f) => existsSync(f))) {
+            const partition = path.dirname(f);
+            guarding.push(...(linkedFrom?.get(realpathSync(partition)) ?? []));
+            guarding.push(...(await logDirsGuarding(partition)));
+          }
+          if (placement.backupDir) await assertBackupDirOutside(placement.backupDir, guarding);
+          return holdLogDirLocks(guarding);
+        })
+      : { release() {} };
   try {
     for (const file of files) {
-      const report = await convertSegment(file, {
-        ...convertOptions,
+      const report = await convertSegment(file, conversion, placement, {
         onProgress: (done) => {
           bar.bytesDone = base + done;
           bar.update();

@@ -232,7 +232,9 @@ export async function migrateDirs(
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  const { json: _j, quiet: _q, settings: _s, phase, stageDir, ...migrateOptions } = options;
+  // The run's conversions take the declared settings from these options by name (a migrate's
+  // rewriteSettingsOf); the program's own fields are not sent anywhere.
+  const { phase, stageDir } = options;
   const run =
     phase === undefined
       ? (o: MigrateOptions) => migrate(dirs, o)
@@ -246,7 +248,7 @@ export async function migrateDirs(
   let result: MigrateResult & { counts?: StageCounts };
   try {
     result = await run({
-      ...migrateOptions,
+      ...options,
       signal: abort.signal,
       onProgress: (p) => {
         bar.segmentsTotal = p.segmentsTotal;

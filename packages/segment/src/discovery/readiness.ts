@@ -41,7 +41,7 @@ export function readinessRules(
 }
 
 /**
- * The quiet an in-place conversion checks again when it starts (ConvertOptions.quietMs): an
+ * The quiet an in-place conversion checks again when it starts (the inPlace placement's quietMs): an
  * archive's, since a copy may have resumed since the segment was judged ready; none otherwise.
  */
 export function quietAtStart(rules: ReadinessRules): number | undefined {

@@ -44,8 +44,11 @@ describe('non-regular files are refused at once (16.5)', () => {
       const v = await verifySegment(fifo);
       expect(v.ok).toBe(false);
       expect(v.error?.code).toBe('NOT_A_SEGMENT');
-      for (const o of [{ inPlace: true as const }, { outDir: path.join(dir, 'out') }]) {
-        const r = await convertSegment(fifo, { codec: 'zstd', ...o });
+      for (const o of [
+        { kind: 'inPlace' } as const,
+        { kind: 'outDir', dir: path.join(dir, 'out') } as const,
+      ]) {
+        const r = await convertSegment(fifo, { codec: 'zstd' }, o);
         expect(r.result).toBe('failed');
         expect(r.error).toMatchObject({ code: 'NOT_A_SEGMENT', file: fifo });
         expect(r.reason).toContain('not a regular file');
@@ -70,7 +73,11 @@ describe('non-regular files are refused at once (16.5)', () => {
       await expect(drain(zero)).rejects.toThrow(/not a regular file \(a character device\)/);
       await expect(requireSegment(zero)).rejects.toThrow(/not a regular file/);
       expect((await verifySegment(zero)).ok).toBe(false);
-      const r = await convertSegment(zero, { codec: 'zstd', outDir: path.join(root, 'out') });
+      const r = await convertSegment(
+        zero,
+        { codec: 'zstd' },
+        { kind: 'outDir', dir: path.join(root, 'out') },
+      );
       expect(r.error?.code).toBe('NOT_A_SEGMENT');
     },
     FAST,
@@ -85,13 +92,13 @@ describe('non-regular files are refused at once (16.5)', () => {
     await symlink(target, log);
     const before = await readFile(target);
     expect((await verifySegment(log)).ok).toBe(true);
-    const r = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    const r = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(r.result).toBe('failed');
     expect(r.error?.code).toBe('NOT_A_SEGMENT');
     expect(r.reason).toContain(`a symbolic link to ${target}`);
     expect(await readlink(log)).toBe(target);
     expect(await readFile(target)).toEqual(before);
-    const out = await convertSegment(log, { codec: 'zstd', outDir: path.join(root, 'out') });
+    const out = await convertSegment(log, { codec: 'zstd' }, { kind: 'outDir', dir: path.join(root, 'out') });
     expect(out.result).toBe('converted');
   });
 });
@@ -157,8 +164,11 @@ describe('backup and stage dirs are never a conversion target (16.7)', () => {
     await writeFile(path.join(stage, '.seglift-stage'), '');
     for (const log of [inBackup, inStage]) {
       const before = await readFile(log);
-      for (const o of [{ inPlace: true as const }, { stageDir: path.join(root, 'elsewhere') }]) {
-        const r = await convertSegment(log, { codec: 'zstd', ...o });
+      for (const o of [
+        { kind: 'inPlace' } as const,
+        { kind: 'stage', dir: path.join(root, 'elsewhere') } as const,
+      ]) {
+        const r = await convertSegment(log, { codec: 'zstd' }, o);
         expect(r.result).toBe('failed');
         expect(r.error?.code).toBe('NOT_A_SEGMENT');
         expect(r.reason).toMatch(/inside the seglift (backup|stage) dir/);
@@ -167,11 +177,16 @@ describe('backup and stage dirs are never a conversion target (16.7)', () => {
     }
     // A backup read into --out is only a source (a restore); --out into a backup dir would
     // replace the rollback copies.
-    expect((await convertSegment(inBackup, { codec: 'zstd', outDir: path.join(root, 'out') })).result).toBe(
-      'converted',
-    );
+    expect(
+      (await convertSegment(inBackup, { codec: 'zstd' }, { kind: 'outDir', dir: path.join(root, 'out') }))
+        .result,
+    ).toBe('converted');
     const fresh = await writeSegment(path.join(root, 'logs'), mixedSegment(0n).bytes);
-    const r = await convertSegment(fresh, { codec: 'zstd', outDir: path.join(backups, 'deeper', 'topic-0') });
+    const r = await convertSegment(
+      fresh,
+      { codec: 'zstd' },
+      { kind: 'outDir', dir: path.join(backups, 'deeper', 'topic-0') },
+    );
     expect(r.result).toBe('failed');
     expect(r.reason).toContain('the output dir lies inside the seglift backup dir');
   });
@@ -186,7 +201,7 @@ describe('a segment with more than one hard link is never rewritten in place (16
     const inside = path.join(dir, SEG0);
     await link(outside, inside);
     const before = await readFile(outside);
-    const r = await convertSegment(inside, { codec: 'zstd', inPlace: true });
+    const r = await convertSegment(inside, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(r.result).toBe('failed');
     expect(r.error?.code).toBe('NOT_A_SEGMENT');
     expect(r.reason).toContain(
@@ -200,9 +215,10 @@ describe('a segment with more than one hard link is never rewritten in place (16
       includeActive: true,
     });
     expect(m.reports.map((x) => x.result)).toEqual(['failed']);
-    expect((await convertSegment(inside, { codec: 'zstd', outDir: path.join(root, 'out') })).result).toBe(
-      'converted',
-    );
+    expect(
+      (await convertSegment(inside, { codec: 'zstd' }, { kind: 'outDir', dir: path.join(root, 'out') }))
+        .result,
+    ).toBe('converted');
   });
 
   it('an .index with another name is refused too; a hard-linked segment already in the codec is skipped (no link broken)', async () => {
@@ -211,11 +227,11 @@ describe('a segment with more than one hard link is never rewritten in place (16
     const index = log.replace(/\.log$/, '.index');
     await writeFile(index, '');
     await link(index, path.join(root, 'other.index'));
-    const r = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    const r = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(r.reason).toContain(`${index} has 2 hard links`);
     const done = await writeSegment(path.join(root, 'b'), v2Batch(0n, [Buffer.from('z')], 4));
     await link(done, path.join(root, 'done-link'));
-    const s = await convertSegment(done, { codec: 'zstd', inPlace: true });
+    const s = await convertSegment(done, { codec: 'zstd' }, { kind: 'inPlace' });
     expect([s.result, s.reason]).toEqual(['skipped', 'already-target-codec']);
   });
 });

@@ -1,13 +1,64 @@
-/** One conversion's state, shared by the placements (placements.ts) and convertSegment. */
+/**
+ * One conversion's inputs and state, shared by the placements (placements.ts) and convertSegment
+ * (convert.ts): the settings (plain data), where the result goes (a `Placement`, plain data too:
+ * both cross to a conversion thread as they are), and the hooks, which never leave the calling
+ * thread.
+ */
 
 import { LostLockError, toSegmentError } from '../files/errors.js';
 import { exists } from '../files/fs-util.js';
 import { removeEmptyDirs, removeIfExists } from '../files/fsops.js';
 import type { SegmentFiles } from '../files/names.js';
 import { emptyReport, type SegmentReport, throughput } from '../rewrite/report.js';
-import { tempFiles } from '../rewrite/rewrite.js';
-import type { FileLock } from '../safety/lock.js';
-import type { ConversionOptions } from './convert.js';
+import { type RewriteHooks, type RewriteSettings, tempFiles } from '../rewrite/rewrite.js';
+import type { FileLock, PartitionLocks } from '../safety/lock.js';
+
+/** What a conversion is given besides where it goes: the settings (plain data, see RewriteSettings). */
+export type ConvertSettings = RewriteSettings;
+
+/** Where a conversion's verified files go. */
+export type Placement =
+  /** DIR/<base>.log/.index/.timeindex; the input is never touched. */
+  | { kind: 'outDir'; dir: string }
+  /** Swapped in under the segment and partition locks (swap.ts). */
+  | {
+      kind: 'inPlace';
+      /** Copy the originals to backupDir/<partition dir name>/ first. */
+      backupDir?: string;
+      /**
+       * In an archive (readiness.requireRolled false): a source whose `.log` was written less than
+       * this many ms ago when its conversion starts is skipped ('still-changing'): a copy may have
+       * resumed since the plan judged it quiet.
+       */
+      quietMs?: number;
+      /** Take `<base>.log.seglift.lock` (default true). */
+      lock?: boolean;
+    }
+  /**
+   * Prepare of a two-phase migration (stage.ts): the verified conversion into `dir` (the
+   * partition's directory in a stage dir) with a StageRecord of the source. As with outDir,
+   * nothing beside the source is written, renamed or locked. A source that vanished or was
+   * replaced while it was read is reported skipped ('source-gone', 'source-changed').
+   */
+  | { kind: 'stage'; dir: string }
+  /**
+   * Commit of a two-phase migration, in place: the segment staged in `dir` is swapped in (the
+   * same swap) when its record still matches the source and the settings; otherwise the staged
+   * files are discarded and the segment is converted in place as usual.
+   */
+  | { kind: 'fromStage'; dir: string; backupDir?: string };
+
+/** What only the calling thread has: signals and callbacks, never sent to a conversion thread. */
+export interface ConvertHooks extends RewriteHooks {
+  /**
+   * In place: called right before the swap's first change, under the partition lock; throwing
+   * refuses the swap (the conversion fails, the original untouched). The queue worker checks
+   * here that it still holds its partition's lease.
+   */
+  beforeSwap?: () => Promise<void>;
+  /** A commit's conversions in one thread: each partition's lock held over its run of swaps (lock.ts). */
+  partitionLocks?: PartitionLocks;
+}
 
 /** A source that vanished or was replaced while it was read (reported 'skipped', not failed). */
 export class SourceMovedError extends Error {
@@ -36,7 +87,8 @@ export class Conversion {
 
   constructor(
     readonly logPath: string,
-    readonly options: ConversionOptions,
+    readonly settings: ConvertSettings,
+    readonly hooks: ConvertHooks,
   ) {
     this.report = emptyReport(logPath);
   }
@@ -78,7 +130,7 @@ export class Conversion {
   }
 
   private async failed(err: unknown): Promise<void> {
-    const { report, options } = this;
+    const { report, hooks } = this;
     if (err instanceof LostLockError) {
       // The run that took the lock over owns these files now (the temp names are the same for
       // both runs) and reports the segment itself: not a failure of this run.
@@ -88,8 +140,8 @@ export class Conversion {
     }
     await this.removeOutputs();
     report.result = 'failed';
-    if (options.signal?.aborted) report.aborted = true;
-    const e = toSegmentError(options.signal?.aborted ? options.signal.reason : err, this.logPath);
+    if (hooks.signal?.aborted) report.aborted = true;
+    const e = toSegmentError(hooks.signal?.aborted ? hooks.signal.reason : err, this.logPath);
     report.error = e.toJSON();
     report.reason = e.detail;
   }

@@ -143,28 +143,29 @@ describe("a report's counters at each boundary of writeConverted", () => {
   it('max.message.bytes: a recompressed batch of exactly maxBatchBytes is written; one byte less keeps the original', async () => {
     const bytes = textBatches(GZIP, 1);
     const { dir, log } = await segmentWithIndexes(bytes);
-    const first = await convertSegment(log, { codec: 'zstd', outDir: path.join(dir, 'a') });
+    const first = await convertSegment(log, { codec: 'zstd' }, { kind: 'outDir', dir: path.join(dir, 'a') });
     expect(first.result).toBe('converted');
     const size = first.bytesOut;
     expect(size).not.toBe(bytes.length);
-    const exact = await convertSegment(log, {
-      codec: 'zstd',
-      outDir: path.join(dir, 'b'),
-      maxBatchBytes: size,
-    });
+    const exact = await convertSegment(
+      log,
+      { codec: 'zstd', maxBatchBytes: size },
+      { kind: 'outDir', dir: path.join(dir, 'b') },
+    );
     expect([exact.result, exact.oversizeKept, exact.batchesCopied, exact.bytesOut]).toEqual([
       'converted',
       0,
       0,
       size,
     ]);
-    const less = await convertSegment(log, {
-      codec: 'zstd',
-      outDir: path.join(dir, 'c'),
-      maxBatchBytes: size - 1,
-    });
+    const less = await convertSegment(
+      log,
+      { codec: 'zstd', maxBatchBytes: size - 1 },
+      { kind: 'outDir', dir: path.join(dir, 'c') },
+    );
+    // Its one batch kept as it is: nothing a rewrite would change, so a copy (target-format.ts).
     expect([less.result, less.oversizeKept, less.batchesCopied, less.bytesOut]).toEqual([
-      'converted',
+      'copied',
       1,
       1,
       bytes.length,
@@ -175,12 +176,11 @@ describe("a report's counters at each boundary of writeConverted", () => {
     const bytes = textBatches(GZIP, 3);
     const { dir, log } = await segmentWithIndexes(bytes);
     // Forced: without it a segment whose every batch would grow is only copied (alreadyConverted).
-    const grown = await convertSegment(log, {
-      codec: 'none',
-      outDir: path.join(dir, 'a'),
-      onlyIfSmaller: true,
-      force: true,
-    });
+    const grown = await convertSegment(
+      log,
+      { codec: 'none', onlyIfSmaller: true, force: true },
+      { kind: 'outDir', dir: path.join(dir, 'a') },
+    );
     expect([grown.result, grown.keptSmaller, grown.batchesCopied, grown.bytesOut]).toEqual([
       'converted',
       3,
@@ -189,21 +189,24 @@ describe("a report's counters at each boundary of writeConverted", () => {
     ]);
     // zstd to zstd at the level it was written with: the same payload, the same size.
     const z = await segmentWithIndexes(textBatches(ZSTD, 2));
-    const same = await convertSegment(z.log, { codec: 'zstd', outDir: path.join(z.dir, 'a'), force: true });
+    const same = await convertSegment(
+      z.log,
+      { codec: 'zstd', force: true },
+      { kind: 'outDir', dir: path.join(z.dir, 'a') },
+    );
     expect(same.bytesOut).toBe((await stat(z.log)).size);
-    const kept = await convertSegment(z.log, {
-      codec: 'zstd',
-      outDir: path.join(z.dir, 'b'),
-      force: true,
-      onlyIfSmaller: true,
-    });
+    const kept = await convertSegment(
+      z.log,
+      { codec: 'zstd', force: true, onlyIfSmaller: true },
+      { kind: 'outDir', dir: path.join(z.dir, 'b') },
+    );
     expect([kept.result, kept.keptSmaller, kept.batchesCopied]).toEqual(['converted', 0, 0]);
   });
 
   it('without --only-if-smaller a batch is rewritten to the target codec even when it grows (gzip to none)', async () => {
     const bytes = textBatches(GZIP, 2);
     const { log } = await segmentWithIndexes(bytes);
-    const r = await convertSegment(log, { codec: 'none', inPlace: true });
+    const r = await convertSegment(log, { codec: 'none' }, { kind: 'inPlace' });
     expect([r.result, r.keptSmaller, r.codecOut]).toEqual(['converted', 0, { 'v2/none': 2 }]);
     expect(r.bytesOut).toBeGreaterThan(bytes.length);
   });
@@ -220,7 +223,11 @@ describe("a report's counters at each boundary of writeConverted", () => {
     );
     const bytes = Buffer.concat(entries);
     const { dir, log } = await segmentWithIndexes(bytes);
-    const r = await convertSegment(log, { codec: 'none', outDir: path.join(dir, 'o'), maxBatchBytes: 1024 });
+    const r = await convertSegment(
+      log,
+      { codec: 'none', maxBatchBytes: 1024 },
+      { kind: 'outDir', dir: path.join(dir, 'o') },
+    );
     expect([r.result, r.oversizeUpconverted, r.recordsOut]).toEqual(['converted', 1, 4]);
     const out = await readFile(path.join(dir, 'o', `${BASE}.log`));
     expect((await independentRecords(out)).map((x) => x.offset)).toEqual(['0', '1', '2', '3']);
@@ -232,7 +239,7 @@ describe("a report's counters at each boundary of writeConverted", () => {
     const bytes = Buffer.concat(entries);
     const { dir, log } = await segmentWithIndexes(bytes);
     const before = await sha256(log);
-    const r = await convertSegment(log, { codec: 'zstd', outDir: path.join(dir, 'o') });
+    const r = await convertSegment(log, { codec: 'zstd' }, { kind: 'outDir', dir: path.join(dir, 'o') });
     expect(r.result).toBe('failed');
     expect(r.error?.offset).toBe('1');
     // The start of the entry whose CRC fails.
@@ -244,7 +251,11 @@ describe("a report's counters at each boundary of writeConverted", () => {
   it('--only-if-smaller never declines a legacy entry: a magic 0/1 segment is upconverted whatever its size', async () => {
     const entries = smallV1Entries(3);
     const { dir, log } = await segmentWithIndexes(Buffer.concat(entries));
-    const r = await convertSegment(log, { codec: 'none', outDir: path.join(dir, 'o'), onlyIfSmaller: true });
+    const r = await convertSegment(
+      log,
+      { codec: 'none', onlyIfSmaller: true },
+      { kind: 'outDir', dir: path.join(dir, 'o') },
+    );
     expect([r.result, r.keptSmaller, r.codecMixIn, r.codecOut]).toEqual([
       'converted',
       0,
@@ -256,14 +267,14 @@ describe("a report's counters at each boundary of writeConverted", () => {
   it('already in the target codec with a truncated tail: skipped in place, the tail counted', async () => {
     const bytes = Buffer.concat([textBatches(ZSTD, 2), Buffer.alloc(10, 7)]);
     const { log } = await segmentWithIndexes(bytes);
-    const r = await convertSegment(log, { codec: 'zstd', inPlace: true, acceptTruncatedTail: true });
+    const r = await convertSegment(log, { codec: 'zstd', acceptTruncatedTail: true }, { kind: 'inPlace' });
     expect([r.result, r.reason, r.truncatedTailBytes, r.batchesIn]).toEqual([
       'skipped',
       'already-target-codec',
       10,
       2,
     ]);
-    const refused = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    const refused = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(refused.result).toBe('failed');
   });
 });
@@ -272,7 +283,11 @@ describe('refusals leave everything as it was', () => {
   it("a backup dir inside the segment's partition is refused before anything is written", async () => {
     const { pdir, log } = await segmentWithIndexes(textBatches(GZIP, 1));
     const before = await ls(pdir);
-    const r = await convertSegment(log, { codec: 'zstd', inPlace: true, backupDir: path.join(pdir, 'bk') });
+    const r = await convertSegment(
+      log,
+      { codec: 'zstd' },
+      { kind: 'inPlace', backupDir: path.join(pdir, 'bk') },
+    );
     expect([r.result, r.error?.code]).toEqual(['failed', 'INVALID_ARGUMENT']);
     expect(await ls(pdir)).toEqual(before);
   });
@@ -280,11 +295,12 @@ describe('refusals leave everything as it was', () => {
   it('a source removed while it is converted into outDir is a failure (only a prepare calls that a skip)', async () => {
     const { dir, log } = await segmentWithIndexes(mixedSegment().bytes);
     const out = path.join(dir, 'out');
-    const r = await convertSegment(log, {
-      codec: 'zstd',
-      outDir: out,
-      testHooks: { beforeVerify: () => unlink(log) },
-    });
+    const r = await convertSegment(
+      log,
+      { codec: 'zstd' },
+      { kind: 'outDir', dir: out },
+      { beforeVerify: () => unlink(log) },
+    );
     expect([r.result, r.stage, r.error?.code]).toEqual(['failed', undefined, 'IO']);
     expect(await ls(out).catch(() => 'absent')).toBe('absent');
   });
@@ -295,7 +311,7 @@ describe('refusals leave everything as it was', () => {
     const { dir, log } = await segmentWithIndexes(bytes);
     const out = path.join(dir, 'out');
     await mkdir(out);
-    const r = await convertSegment(log, { codec: 'zstd', outDir: out });
+    const r = await convertSegment(log, { codec: 'zstd' }, { kind: 'outDir', dir: out });
     expect(r.result).toBe('failed');
     expect(await readdir(out)).toEqual([]);
   });
@@ -306,10 +322,10 @@ describe('prepare (stageDir) and commit (fromStage) outcomes', () => {
     const bytes = textBatches(ZSTD, 3);
     const { dir, log } = await segmentWithIndexes(bytes);
     const sp = path.join(dir, 'stage', 'topic-0');
-    const lz4 = await convertSegment(log, { codec: 'lz4', stageDir: sp });
+    const lz4 = await convertSegment(log, { codec: 'lz4' }, { kind: 'stage', dir: sp });
     expect([lz4.result, lz4.stage]).toEqual(['converted', 'staged']);
     expect((await ls(sp)).filter((f) => f.startsWith(BASE)).length).toBeGreaterThanOrEqual(3);
-    const p = await convertSegment(log, { codec: 'zstd', stageDir: sp });
+    const p = await convertSegment(log, { codec: 'zstd' }, { kind: 'stage', dir: sp });
     expect([p.result, p.reason, p.stage, p.outPath]).toEqual([
       'skipped',
       'already-target-codec',
@@ -322,7 +338,7 @@ describe('prepare (stageDir) and commit (fromStage) outcomes', () => {
     // Only the record is left of this base: the lz4 files went with it.
     expect((await ls(sp)).filter((f) => f.startsWith(BASE) && !f.includes('stage'))).toEqual([]);
     const before = await sha256(log);
-    const c = await convertSegment(log, { codec: 'zstd', inPlace: true, fromStage: sp });
+    const c = await convertSegment(log, { codec: 'zstd' }, { kind: 'fromStage', dir: sp });
     expect([c.result, c.reason, c.stage, c.batchesIn, c.recordsIn]).toEqual([
       'skipped',
       'already-target-codec',
@@ -344,10 +360,11 @@ describe('prepare (stageDir) and commit (fromStage) outcomes', () => {
       const seg = mixedSegment();
       const { dir, log } = await segmentWithIndexes(seg.bytes);
       const sp = path.join(dir, 'stage', 'topic-0');
-      const r = await convertSegment(log, {
-        codec: 'zstd',
-        stageDir: sp,
-        testHooks: {
+      const r = await convertSegment(
+        log,
+        { codec: 'zstd' },
+        { kind: 'stage', dir: sp },
+        {
           beforeVerify: async () => {
             if (m.how === 'removed') return unlink(log);
             const copy = Buffer.from(seg.bytes);
@@ -356,7 +373,7 @@ describe('prepare (stageDir) and commit (fromStage) outcomes', () => {
             await rename(`${log}.new`, log);
           },
         },
-      });
+      );
       expect([r.result, r.reason, r.stage, r.error]).toEqual(['skipped', m.reason, m.stage, undefined]);
       expect(await readStageRecord(sp, 0n)).toBeUndefined();
       // The stage partition directory this prepare made is removed again.
@@ -367,9 +384,11 @@ describe('prepare (stageDir) and commit (fromStage) outcomes', () => {
   it('a second prepare of a staged base removes the older record before its own files take the names', async () => {
     const { dir, log } = await segmentWithIndexes(mixedSegment().bytes);
     const sp = path.join(dir, 'stage', 'topic-0');
-    expect((await convertSegment(log, { codec: 'zstd', stageDir: sp, level: 3 })).stage).toBe('staged');
+    expect((await convertSegment(log, { codec: 'zstd', level: 3 }, { kind: 'stage', dir: sp })).stage).toBe(
+      'staged',
+    );
     const { result: r, ops } = await recordFsOps(() =>
-      convertSegment(log, { codec: 'zstd', stageDir: sp, level: 9 }),
+      convertSegment(log, { codec: 'zstd', level: 9 }, { kind: 'stage', dir: sp }),
     );
     expect(r.stage).toBe('staged');
     const record = new SegmentFiles(sp, 0n).stageRecord;
@@ -385,27 +404,23 @@ describe('prepare (stageDir) and commit (fromStage) outcomes', () => {
   it('the active segment: a commit refuses staged indexes larger than segment.index.bytes, and adopts them once a segment follows', async () => {
     const { dir, pdir, log } = await segmentWithIndexes(mixedSegment().bytes);
     const sp = path.join(dir, 'stage', 'topic-0');
-    const p = await convertSegment(log, { codec: 'zstd', stageDir: sp, indexIntervalBytes: 1 });
+    const p = await convertSegment(log, { codec: 'zstd', indexIntervalBytes: 1 }, { kind: 'stage', dir: sp });
     expect(p.stage).toBe('staged');
     const before = await sha256(log);
-    const refused = await convertSegment(log, {
-      codec: 'zstd',
-      inPlace: true,
-      fromStage: sp,
-      indexIntervalBytes: 1,
-      segmentIndexBytes: 16,
-    });
+    const refused = await convertSegment(
+      log,
+      { codec: 'zstd', indexIntervalBytes: 1, segmentIndexBytes: 16 },
+      { kind: 'fromStage', dir: sp },
+    );
     expect([refused.result, refused.error?.code]).toEqual(['failed', 'INVALID_ARGUMENT']);
     expect(refused.reason).toContain('segment.index.bytes (16)');
     expect(await sha256(log)).toBe(before);
     await writeFile(path.join(pdir, `${'9'.repeat(20)}.log`), '');
-    const c = await convertSegment(log, {
-      codec: 'zstd',
-      inPlace: true,
-      fromStage: sp,
-      indexIntervalBytes: 1,
-      segmentIndexBytes: 16,
-    });
+    const c = await convertSegment(
+      log,
+      { codec: 'zstd', indexIntervalBytes: 1, segmentIndexBytes: 16 },
+      { kind: 'fromStage', dir: sp },
+    );
     expect([c.result, c.stage]).toEqual(['converted', 'committed']);
   });
 });
@@ -428,13 +443,13 @@ describe('a commit adopting staged files', () => {
       setMtimeNs(path.join(s.pdir, f), T_NS);
     }
     const sp = path.join(s.dir, 'stage', 'topic-0');
-    const p = await convertSegment(s.log, { codec: 'zstd', stageDir: sp });
+    const p = await convertSegment(s.log, { codec: 'zstd' }, { kind: 'stage', dir: sp });
     expect(p.stage).toBe('staged');
     return { ...s, sp, staged: path.join(sp, BASE) };
   }
   async function commit(log: string, sp: string, level?: number) {
     const { result: r, ops } = await recordFsOps(() =>
-      convertSegment(log, { codec: 'zstd', inPlace: true, fromStage: sp, level }),
+      convertSegment(log, { codec: 'zstd', level }, { kind: 'fromStage', dir: sp }),
     );
     return { r, ops };
   }

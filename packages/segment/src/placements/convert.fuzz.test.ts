@@ -370,13 +370,16 @@ async function fuzzSegments(seeds: Seed[], salt: number, ciInputs: number): Prom
       const codec = codecs[Math.floor(rand() * codecs.length)];
       let report: Awaited<ReturnType<typeof convertSegment>> | undefined;
       try {
-        report = await convertSegment(log, {
-          codec,
-          maxDecompressedBatchBytes: MAX_DECOMPRESSED,
-          maxEntryBytes: MAX_ENTRY,
-          acceptTruncatedTail,
-          ...(inPlace ? { inPlace: true } : { outDir }),
-        });
+        report = await convertSegment(
+          log,
+          {
+            codec,
+            maxDecompressedBatchBytes: MAX_DECOMPRESSED,
+            maxEntryBytes: MAX_ENTRY,
+            acceptTruncatedTail,
+          },
+          inPlace ? { kind: 'inPlace' } : { kind: 'outDir', dir: outDir },
+        );
       } catch (err) {
         fail('convertSegment', `threw: ${String((err as Error)?.stack ?? err)}`);
       }

@@ -5,11 +5,13 @@ import { encodeLegacyEntry } from '@seglift/legacy';
 import { describe, expect, it } from 'vitest';
 import { setMtimeNs } from '../files/libc.js';
 import { formatReportTable } from '../rewrite/report.js';
+import { targetFormatOf } from '../rewrite/target-format.js';
 import { verifySegment } from '../rewrite/verify.js';
 import { crashAfterOp, killLocks } from '../test-support/crash.js';
 import { mixedSegment, prng, tmpDir, v2Batch, writeSegment } from '../test-support/fixtures.js';
 import { ls, mtime, sha256 } from '../test-support/helpers.js';
 import { independentRecords, recoveryIndexes, shallowEntries } from '../test-support/independent.js';
+import type { ConvertSettings, Placement } from './conversion.js';
 import { convertSegment } from './convert.js';
 
 const OLD = new Date('2019-03-04T05:06:07.000Z');
@@ -32,13 +34,12 @@ describe('convertSegment', () => {
     const outDir = path.join(dir, 'out');
     const progress: number[] = [];
     // kafka grouping: one batch per legacy entry, many batches for the index checks below.
-    const r = await convertSegment(log, {
-      codec: 'zstd',
-      grouping: 'kafka',
-      outDir,
-      indexIntervalBytes: 1024,
-      onProgress: (d) => progress.push(d),
-    });
+    const r = await convertSegment(
+      log,
+      { codec: 'zstd', grouping: 'kafka', indexIntervalBytes: 1024 },
+      { kind: 'outDir', dir: outDir },
+      { onProgress: (d) => progress.push(d) },
+    );
     expect(r.error).toBeUndefined();
     expect(r.result).toBe('converted');
     expect(await sha256(log)).toBe(before);
@@ -105,13 +106,11 @@ describe('convertSegment', () => {
     const seg = mixedSegment(1000n, 7);
     const { dir, log } = await setup(seg.bytes, 1000n);
     const outDir = path.join(dir, 'out');
-    const r = await convertSegment(log, {
-      codec: 'gzip',
-      level: 9,
-      grouping: 'coalesce',
-      coalesceBytes: 4096,
-      outDir,
-    });
+    const r = await convertSegment(
+      log,
+      { codec: 'gzip', level: 9, grouping: 'coalesce', coalesceBytes: 4096 },
+      { kind: 'outDir', dir: outDir },
+    );
     expect(r.result).toBe('converted');
     const out = await readFile(path.join(outDir, path.basename(log)));
     expect(await independentRecords(out)).toEqual(await independentRecords(seg.bytes));
@@ -130,7 +129,7 @@ describe('convertSegment', () => {
     await writeFile(txn, Buffer.alloc(34, 1));
     await writeFile(path.join(pdir, '00000000000000000000.index'), Buffer.alloc(16));
     const backupDir = path.join(dir, 'backup');
-    const r = await convertSegment(log, { codec: 'zstd', grouping: 'kafka', inPlace: true, backupDir });
+    const r = await convertSegment(log, { codec: 'zstd', grouping: 'kafka' }, { kind: 'inPlace', backupDir });
     expect(r.error).toBeUndefined();
     expect(r.result).toBe('converted');
     expect(await ls(pdir)).toEqual([
@@ -154,7 +153,7 @@ describe('convertSegment', () => {
     ).toBe(true);
 
     const hash = await sha256(log);
-    const again = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    const again = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(again).toMatchObject({
       result: 'skipped',
       reason: 'already-target-codec',
@@ -165,7 +164,7 @@ describe('convertSegment', () => {
     expect(await mtime(log)).toBe(OLD_NS);
     expect(await ls(pdir)).toHaveLength(4);
     // force rewrites anyway.
-    const forced = await convertSegment(log, { codec: 'zstd', inPlace: true, force: true });
+    const forced = await convertSegment(log, { codec: 'zstd', force: true }, { kind: 'inPlace' });
     expect(forced.result).toBe('converted');
     expect(await independentRecords(await readFile(log))).toEqual(await independentRecords(seg.bytes));
   });
@@ -174,15 +173,15 @@ describe('convertSegment', () => {
     const seg = mixedSegment();
     const cut = Buffer.concat([seg.bytes, seg.bytes.subarray(0, 30)]);
     const { dir, log, pdir } = await setup(cut);
-    const r = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    const r = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(r.result).toBe('failed');
     expect(r.error).toMatchObject({ code: 'TRUNCATED', position: seg.bytes.length, file: log });
     expect(await ls(pdir)).toEqual(['00000000000000000000.log']);
-    const ok = await convertSegment(log, {
-      codec: 'zstd',
-      outDir: path.join(dir, 'o'),
-      acceptTruncatedTail: true,
-    });
+    const ok = await convertSegment(
+      log,
+      { codec: 'zstd', acceptTruncatedTail: true },
+      { kind: 'outDir', dir: path.join(dir, 'o') },
+    );
     expect(ok).toMatchObject({ result: 'converted', truncatedTailBytes: 30, recordsOut: 274 });
   });
 
@@ -194,7 +193,7 @@ describe('convertSegment', () => {
     bytes[target.position + 70] ^= 0x40;
     const { log, pdir } = await setup(bytes);
     const before = await sha256(log);
-    const r = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    const r = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(r.result).toBe('failed');
     expect(r.error).toMatchObject({
       code: 'CRC_MISMATCH',
@@ -207,7 +206,7 @@ describe('convertSegment', () => {
     const legacy = Buffer.from(seg.bytes);
     legacy[entries[0].position + 30] ^= 1;
     await writeFile(log, legacy);
-    const r2 = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    const r2 = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(r2.error).toMatchObject({ code: 'CRC_MISMATCH', position: entries[0].position, offset: '0' });
   });
 
@@ -218,7 +217,7 @@ describe('convertSegment', () => {
     bad.writeInt32BE(0x7fffffff, 8);
     bad[16] = 2;
     const { log, pdir } = await setup(Buffer.concat([seg.bytes, bad]));
-    const r = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    const r = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(r.error).toMatchObject({ code: 'CORRUPT_RECORD', position: seg.bytes.length, offset: '10000' });
     expect(await ls(pdir)).toEqual(['00000000000000000000.log']);
   });
@@ -259,11 +258,7 @@ describe('convertSegment', () => {
         ],
       ];
     for (const [field, hook, code] of cases) {
-      const r = await convertSegment(log, {
-        codec: 'zstd',
-        inPlace: true,
-        testHooks: { beforeVerify: hook },
-      });
+      const r = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' }, { beforeVerify: hook });
       expect(r.result).toBe('failed');
       expect(r.error?.code).toBe(code);
       if (code === 'VERIFY_MISMATCH') expect(r.error?.field).toBe(field);
@@ -280,17 +275,17 @@ describe('convertSegment', () => {
     // A crash after the backup, before the swap: the rerun finds its own identical backup.
     const crash = await crashAfterOp(
       (op) => op.kind === 'rename' && op.path === backupLog,
-      () => [convertSegment(log, { codec: 'zstd', inPlace: true, backupDir })],
+      () => [convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace', backupDir })],
     );
     expect(crash.crashed).toBe(true);
     await killLocks(path.dirname(log));
     expect(await readFile(backupLog)).toEqual(seg.bytes);
-    const first = await convertSegment(log, { codec: 'zstd', inPlace: true, backupDir });
+    const first = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace', backupDir });
     expect(first.result).toBe('converted');
     expect(await readFile(backupLog)).toEqual(seg.bytes);
     // A forced second conversion would back up the zstd result over the true original: refused.
     const converted = await sha256(log);
-    const second = await convertSegment(log, { codec: 'gzip', inPlace: true, backupDir, force: true });
+    const second = await convertSegment(log, { codec: 'gzip', force: true }, { kind: 'inPlace', backupDir });
     expect(second.result).toBe('failed');
     expect(second.error).toMatchObject({ code: 'IO' });
     expect(second.reason).toMatch(/already exists and differs/);
@@ -307,10 +302,11 @@ describe('convertSegment', () => {
     const seg = Buffer.concat([v2Batch(0n, values(5, 0), 1), v2Batch(5n, values(5, 1), 1)]);
     const { log, pdir } = await setup(seg);
     const before = await sha256(log);
-    const r = await convertSegment(log, {
-      codec: 'zstd',
-      inPlace: true,
-      testHooks: {
+    const r = await convertSegment(
+      log,
+      { codec: 'zstd' },
+      { kind: 'inPlace' },
+      {
         beforeVerify: async (f) => {
           const b = await readFile(f.log);
           const second = shallowEntries(b)[1];
@@ -324,32 +320,60 @@ describe('convertSegment', () => {
           await writeFile(f.log, Buffer.concat([b.subarray(0, second.position), forged]));
         },
       },
-    });
+    );
     expect(r.result).toBe('failed');
     expect(r.error).toMatchObject({ code: 'VERIFY_MISMATCH', field: 'batch', offset: '5' });
     expect(r.reason).toContain('rewritten batch is not the one written');
     expect(await sha256(log)).toBe(before);
     expect(await ls(pdir)).toEqual(['00000000000000000000.log']);
     // Without tampering the same segment converts and verifies.
-    const ok = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    const ok = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(ok.result).toBe('converted');
     expect((await verifySegment(log)).ok).toBe(true);
   });
 
-  it('a v2 batch that grows past maxBatchBytes when recompressed keeps its bytes', async () => {
+  it('a v2 batch that grows past maxBatchBytes when recompressed keeps its bytes: one rule says so for convert and targetFormatOf', async () => {
     const big = v2Batch(0n, [Buffer.alloc(3000, 1)], 4);
     const seg = Buffer.concat([big, v2Batch(1n, [Buffer.from('x')], 0)]);
     const { dir, log } = await setup(seg);
-    const r = await convertSegment(log, { codec: 'none', outDir: path.join(dir, 'o'), maxBatchBytes: 1000 });
-    expect(r).toMatchObject({ result: 'converted', oversizeKept: 1, batchesCopied: 2 });
+    const settings = { codec: 'none', maxBatchBytes: 1000 } as const;
+    const r = await convertSegment(log, settings, { kind: 'outDir', dir: path.join(dir, 'o') });
+    // Every entry left as it is: a copy, as for a segment in the target codec.
+    expect(r).toMatchObject({
+      result: 'copied',
+      reason: 'already-target-codec',
+      oversizeKept: 1,
+      batchesCopied: 2,
+    });
     expect(await readFile(path.join(dir, 'o', path.basename(log)))).toEqual(seg);
+    expect(await targetFormatOf(log, settings)).toEqual({ inTarget: true });
+    // In place: nothing to swap in.
+    const inPlace = await convertSegment(log, settings, { kind: 'inPlace' });
+    expect([inPlace.result, inPlace.reason, inPlace.batchesIn]).toEqual([
+      'skipped',
+      'already-target-codec',
+      2,
+    ]);
+    expect(await readFile(log)).toEqual(seg);
+    // With room for its recompression: not in the target format, and converted.
+    const roomier = { codec: 'none', maxBatchBytes: 1_000_000 } as const;
+    expect(await targetFormatOf(log, roomier)).toMatchObject({
+      inTarget: false,
+      position: 0,
+      format: 'v2/zstd',
+    });
+    expect((await convertSegment(log, roomier, { kind: 'inPlace' })).result).toBe('converted');
   });
 
   it('the default grouping coalesces legacy messages; verify checks upconverted runs by their proofs', async () => {
     const seg = mixedSegment();
     const { log, pdir } = await setup(seg.bytes);
     const before = await sha256(log);
-    const ok = await convertSegment(log, { codec: 'zstd', outDir: path.join(pdir, '..', 'o') });
+    const ok = await convertSegment(
+      log,
+      { codec: 'zstd' },
+      { kind: 'outDir', dir: path.join(pdir, '..', 'o') },
+    );
     expect(ok.result).toBe('converted');
     // 66 legacy entries and v2 batches in; far fewer batches out, same records.
     expect(ok.batchesOut).toBeLessThan(15);
@@ -395,11 +419,7 @@ describe('convertSegment', () => {
     ];
     for (const [name, hook, field] of cases) {
       await writeFile(log, seg.bytes);
-      const r = await convertSegment(log, {
-        codec: 'none',
-        inPlace: true,
-        testHooks: { beforeVerify: hook },
-      });
+      const r = await convertSegment(log, { codec: 'none' }, { kind: 'inPlace' }, { beforeVerify: hook });
       expect([name, r.result, r.error?.code, r.error?.field]).toEqual([
         name,
         'failed',
@@ -420,25 +440,25 @@ describe('convertSegment', () => {
       );
     const seg = Buffer.concat([v2Batch(0n, values(0), 1), v2Batch(40n, values(1), 1)]);
     const { dir, log } = await setup(seg);
-    const grown = await convertSegment(log, { codec: 'lz4', outDir: path.join(dir, 'a') });
+    const grown = await convertSegment(log, { codec: 'lz4' }, { kind: 'outDir', dir: path.join(dir, 'a') });
     expect(grown.result).toBe('converted');
     expect(grown.bytesOut).toBeGreaterThan(grown.bytesIn);
     expect(grown.codecOut).toEqual({ 'v2/lz4': 2 });
     const table = formatReportTable([grown]);
     expect(table).toMatch(/GREW \+\d+\.\d%/);
     expect(table).toMatch(/warning: 1 of 1 converted segments grew/);
-    const kept = await convertSegment(log, { codec: 'lz4', onlyIfSmaller: true, inPlace: true });
+    const kept = await convertSegment(log, { codec: 'lz4', onlyIfSmaller: true }, { kind: 'inPlace' });
     expect(kept).toMatchObject({ result: 'skipped', reason: 'already-target-codec' });
     // A segment with one batch that shrinks: that one is recompressed, the other kept.
     const mixed = Buffer.concat([v2Batch(0n, values(0), 1), v2Batch(40n, values(1), 0)]);
     await writeFile(log, mixed);
-    const r = await convertSegment(log, { codec: 'lz4', onlyIfSmaller: true, inPlace: true });
+    const r = await convertSegment(log, { codec: 'lz4', onlyIfSmaller: true }, { kind: 'inPlace' });
     expect(r).toMatchObject({ result: 'converted', keptSmaller: 1, codecOut: { 'v2/gzip': 1, 'v2/lz4': 1 } });
     expect(r.bytesOut).toBeLessThan(r.bytesIn);
     expect(await independentRecords(await readFile(log))).toEqual(await independentRecords(mixed));
-    expect((await convertSegment(log, { codec: 'lz4', onlyIfSmaller: true, inPlace: true })).result).toBe(
-      'skipped',
-    );
+    expect(
+      (await convertSegment(log, { codec: 'lz4', onlyIfSmaller: true }, { kind: 'inPlace' })).result,
+    ).toBe('skipped');
   });
 
   it('outDir: a segment already in the target codec is copied, indexes rebuilt, verified; empty too', async () => {
@@ -446,7 +466,11 @@ describe('convertSegment', () => {
     const seg = Buffer.concat([v2Batch(100n, values(0), 4), v2Batch(130n, values(1), 4)]);
     const { dir, log } = await setup(seg, 100n);
     const outDir = path.join(dir, 'out');
-    const r = await convertSegment(log, { codec: 'zstd', outDir, indexIntervalBytes: 1 });
+    const r = await convertSegment(
+      log,
+      { codec: 'zstd', indexIntervalBytes: 1 },
+      { kind: 'outDir', dir: outDir },
+    );
     expect(r).toMatchObject({
       result: 'copied',
       reason: 'already-target-codec',
@@ -463,7 +487,11 @@ describe('convertSegment', () => {
     expect(formatReportTable([r])).toMatch(/0 conv\/1 copy\/0 skip\/0 fail/);
     // An empty segment (a rolled one that never got a record) is a segment too.
     const empty = await setup(new Uint8Array(0), 0n);
-    const e = await convertSegment(empty.log, { codec: 'zstd', outDir: path.join(empty.dir, 'out') });
+    const e = await convertSegment(
+      empty.log,
+      { codec: 'zstd' },
+      { kind: 'outDir', dir: path.join(empty.dir, 'out') },
+    );
     expect(e.result).toBe('copied');
     expect(await ls(path.join(empty.dir, 'out'))).toEqual([
       '00000000000000000000.index',
@@ -476,47 +504,42 @@ describe('convertSegment', () => {
     const seg = Buffer.from(mixedSegment().bytes);
     seg[seg.length - 3] ^= 0xff; // the last entry's CRC no longer matches: found while writing
     const { dir, log } = await setup(seg);
-    const r = await convertSegment(log, { codec: 'zstd', outDir: path.join(dir, 'new', 'deeper') });
+    const r = await convertSegment(
+      log,
+      { codec: 'zstd' },
+      { kind: 'outDir', dir: path.join(dir, 'new', 'deeper') },
+    );
     expect(r.result).toBe('failed');
     expect(await ls(dir)).toEqual(['topic-0']);
     const existing = path.join(dir, 'existing');
     await mkdir(existing);
-    expect((await convertSegment(log, { codec: 'zstd', outDir: existing })).result).toBe('failed');
+    expect((await convertSegment(log, { codec: 'zstd' }, { kind: 'outDir', dir: existing })).result).toBe(
+      'failed',
+    );
     expect(await ls(existing)).toEqual([]);
   });
 
-  it('rejects bad option combinations and aborted signals with a failed report', async () => {
+  it('rejects an unknown codec and aborted signals with a failed report', async () => {
     const { dir, log } = await setup();
-    expect((await convertSegment(log, { codec: 'zstd' })).error?.code).toBe('INVALID_ARGUMENT');
-    expect((await convertSegment(log, { codec: 'zstd', inPlace: true, outDir: dir })).error?.code).toBe(
-      'INVALID_ARGUMENT',
-    );
+    const unknown = { codec: 'brotli' } as unknown as ConvertSettings;
+    const r0 = await convertSegment(log, unknown, { kind: 'outDir', dir: path.join(dir, 'o') });
+    expect(r0.error?.code).toBe('INVALID_ARGUMENT');
+    expect(await ls(dir)).toEqual(['topic-0']);
     const ac = new AbortController();
     ac.abort();
-    const r = await convertSegment(log, { codec: 'zstd', inPlace: true, signal: ac.signal });
+    const r = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' }, { signal: ac.signal });
     expect(r.result).toBe('failed');
     expect(r.reason).toContain('aborted');
   });
 
-  it('names the option combination it refuses', async () => {
+  it('refuses a placement it does not know, before anything is read', async () => {
     const { dir, log } = await setup();
-    const refused = [
-      [{}, 'convertSegment needs exactly one of outDir, stageDir or inPlace: true'],
-      [
-        { inPlace: true, outDir: dir },
-        'convertSegment needs exactly one of outDir, stageDir or inPlace: true',
-      ],
-      [
-        { outDir: dir, stageDir: dir },
-        'convertSegment needs exactly one of outDir, stageDir or inPlace: true',
-      ],
-      [{ outDir: dir, backupDir: dir }, 'backupDir needs inPlace'],
-      [{ outDir: dir, fromStage: dir }, 'fromStage needs inPlace'],
-    ] as const;
-    for (const [opts, detail] of refused) {
-      const r = await convertSegment(log, { codec: 'zstd', ...opts });
-      expect([r.result, r.error?.code, r.reason]).toEqual(['failed', 'INVALID_ARGUMENT', detail]);
-    }
+    const r = await convertSegment(log, { codec: 'zstd' }, { kind: 'elsewhere' } as unknown as Placement);
+    expect([r.result, r.error?.code, r.reason]).toEqual([
+      'failed',
+      'INVALID_ARGUMENT',
+      "convertSegment: no placement 'elsewhere' (outDir, inPlace, stage or fromStage)",
+    ]);
     expect(await ls(dir)).toEqual(['topic-0']);
   });
 
@@ -543,12 +566,12 @@ describe('convertSegment', () => {
     const { dir, log } = await setup(seg);
     const progress: [number, number][] = [];
     const outDir = path.join(dir, 'out');
-    const r = await convertSegment(log, {
-      codec: 'none',
-      outDir,
-      maxBatchBytes: 4 * 1024 * 1024,
-      onProgress: (d, t) => progress.push([d, t]),
-    });
+    const r = await convertSegment(
+      log,
+      { codec: 'none', maxBatchBytes: 4 * 1024 * 1024 },
+      { kind: 'outDir', dir: outDir },
+      { onProgress: (d, t) => progress.push([d, t]) },
+    );
     expect(r.error).toBeUndefined();
     expect(r).toMatchObject({ result: 'converted', batchesIn: 325, recordsIn: 349, recordsOut: 349 });
     const out = await readFile(path.join(outDir, path.basename(log)));
@@ -569,7 +592,7 @@ describe('convertSegment', () => {
     const zstd = v2Batch(0n, [Buffer.from('a'), Buffer.from('b'), Buffer.from('c')], 4);
     const seg = Buffer.concat([zstd, v2Batch(3n, [Buffer.from('d'), Buffer.from('e')], 1)]);
     const { dir, log, pdir } = await setup(seg);
-    const r = await convertSegment(log, { codec: 'zstd', outDir: path.join(dir, 'o') });
+    const r = await convertSegment(log, { codec: 'zstd' }, { kind: 'outDir', dir: path.join(dir, 'o') });
     expect(r).toMatchObject({
       result: 'converted',
       batchesIn: 2,
@@ -578,8 +601,8 @@ describe('convertSegment', () => {
       codecMixIn: { 'v2/zstd': 1, 'v2/gzip': 1 },
       codecOut: { 'v2/zstd': 2 },
     });
-    expect((await convertSegment(log, { codec: 'zstd', inPlace: true })).result).toBe('converted');
-    const again = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    expect((await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' })).result).toBe('converted');
+    const again = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(again).toMatchObject({
       result: 'skipped',
       reason: 'already-target-codec',
@@ -588,7 +611,7 @@ describe('convertSegment', () => {
       codecMixIn: { 'v2/zstd': 2 },
     });
     const before = await sha256(log);
-    const same = await convertSegment(log, { codec: 'gzip', outDir: pdir });
+    const same = await convertSegment(log, { codec: 'gzip' }, { kind: 'outDir', dir: pdir });
     expect([same.result, same.error?.code, same.reason]).toEqual([
       'failed',
       'INVALID_ARGUMENT',
@@ -613,10 +636,8 @@ describe('convertSegment', () => {
       );
     const seen: string[] = [];
     const hooks = {
-      testHooks: {
-        beforeVerify: async () => {
-          seen.push(`verify: segment lock ${await exists(segmentLock)}`);
-        },
+      beforeVerify: async () => {
+        seen.push(`verify: segment lock ${await exists(segmentLock)}`);
       },
       beforeSwap: async () => {
         seen.push(
@@ -626,35 +647,38 @@ describe('convertSegment', () => {
     };
     const before = await sha256(log);
     // beforeSwap refuses: failed with its error, the original untouched, nothing left behind.
-    const refused = await convertSegment(log, {
-      codec: 'zstd',
-      inPlace: true,
-      ...hooks,
-      beforeSwap: async () => {
-        await hooks.beforeSwap();
-        throw new Error('lease lost');
+    const refused = await convertSegment(
+      log,
+      { codec: 'zstd' },
+      { kind: 'inPlace' },
+      {
+        ...hooks,
+        beforeSwap: async () => {
+          await hooks.beforeSwap();
+          throw new Error('lease lost');
+        },
       },
-    });
+    );
     expect([refused.result, refused.reason, refused.aborted]).toEqual(['failed', 'lease lost', undefined]);
     expect(await sha256(log)).toBe(before);
     expect(await ls(pdir)).toEqual(['00000000000000000000.log']);
     // Aborted while waiting in beforeSwap: failed and marked aborted.
     const ac = new AbortController();
-    const aborted = await convertSegment(log, {
-      codec: 'zstd',
-      inPlace: true,
-      signal: ac.signal,
-      beforeSwap: async () => ac.abort(new Error('shutdown')),
-    });
+    const aborted = await convertSegment(
+      log,
+      { codec: 'zstd' },
+      { kind: 'inPlace' },
+      { signal: ac.signal, beforeSwap: async () => ac.abort(new Error('shutdown')) },
+    );
     expect([aborted.result, aborted.aborted, aborted.reason]).toEqual(['failed', true, 'shutdown']);
     expect(await sha256(log)).toBe(before);
     const backupDir = path.join(dir, 'backup');
-    const r = await convertSegment(log, { codec: 'zstd', inPlace: true, backupDir, ...hooks });
+    const r = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace', backupDir }, hooks);
     expect(r).toMatchObject({ result: 'converted', outPath: log });
     // The original had no index files: the .log is the one backup.
     expect(r.backupPaths).toEqual([path.join(backupDir, 'topic-0', '00000000000000000000.log')]);
     await writeFile(log, mixedSegment().bytes);
-    const unlocked = await convertSegment(log, { codec: 'zstd', inPlace: true, lock: false, ...hooks });
+    const unlocked = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace', lock: false }, hooks);
     expect(unlocked.result).toBe('converted');
     expect(seen).toEqual([
       'verify: segment lock true',
@@ -670,12 +694,11 @@ describe('convertSegment', () => {
   it("the active segment's rebuilt indexes must fit segment.index.bytes exactly; other segments any size", async () => {
     const { log, pdir } = await setup();
     const convert = (segmentIndexBytes: number, at = pdir) =>
-      convertSegment(path.join(at, '00000000000000000000.log'), {
-        codec: 'none',
-        outDir: path.join(at, '..', `o${segmentIndexBytes}`),
-        indexIntervalBytes: 1024,
-        segmentIndexBytes,
-      });
+      convertSegment(
+        path.join(at, '00000000000000000000.log'),
+        { codec: 'none', indexIntervalBytes: 1024, segmentIndexBytes },
+        { kind: 'outDir', dir: path.join(at, '..', `o${segmentIndexBytes}`) },
+      );
     const refused = (idx: number, tix: number, limit: number) =>
       `this is its partition's active (last) segment and its rebuilt indexes need ${idx} bytes (.index) and ${tix} bytes (.timeindex), more than segment.index.bytes (${limit}) holds: a broker would fail to load the partition. Give the topic's value with --segment-index-bytes, a larger --index-interval-bytes, or leave the active segment out`;
     // mixedSegment: 5 offset index entries (40 bytes), 3 time index entries (36 bytes).
@@ -722,7 +745,7 @@ describe('convertSegment', () => {
   it('durationMs is the time of the call, rounded to 1/100 ms; throughput follows from it', async () => {
     const { dir, log } = await setup();
     const t0 = performance.now();
-    const r = await convertSegment(log, { codec: 'lz4', outDir: path.join(dir, 'o') });
+    const r = await convertSegment(log, { codec: 'lz4' }, { kind: 'outDir', dir: path.join(dir, 'o') });
     const elapsed = performance.now() - t0;
     expect(r.result).toBe('converted');
     expect(r.durationMs).toBeGreaterThan(0);

@@ -147,7 +147,7 @@ tmpfs.describe('disk full (ENOSPC) on a 2 MiB tmpfs', () => {
     const log = await writeSegment(dir, segmentBytes(120));
     const before = await sha256(log);
     const out = path.join(mountPoint!, 'out');
-    const r = await convertSegment(log, { codec: 'none', outDir: out });
+    const r = await convertSegment(log, { codec: 'none' }, { kind: 'outDir', dir: out });
     expect(r.result).toBe('failed');
     expect(r.error?.code).toBe('IO');
     expect(r.reason).toContain('ENOSPC');
@@ -164,7 +164,7 @@ tmpfs.describe('disk full (ENOSPC) on a 2 MiB tmpfs', () => {
     await writeFile(log, segmentBytes(40));
     await writeFile(path.join(pdir, '00000000000000000000.index'), Buffer.alloc(0));
     const before = await sha256(log);
-    const r = await convertSegment(log, { codec: 'none', inPlace: true, force: true });
+    const r = await convertSegment(log, { codec: 'none', force: true }, { kind: 'inPlace' });
     expect(r.result).toBe('failed');
     expect(r.error?.code).toBe('IO');
     expect(r.reason).toContain('ENOSPC');
@@ -179,7 +179,7 @@ tmpfs.describe('disk full (ENOSPC) on a 2 MiB tmpfs', () => {
     const pdir = path.dirname(log);
     const before = await sha256(log);
     const backupDir = path.join(mountPoint!, 'backup');
-    const r = await convertSegment(log, { codec: 'zstd', inPlace: true, backupDir });
+    const r = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace', backupDir });
     expect(r.result).toBe('failed');
     expect(r.error?.code).toBe('IO');
     expect(r.reason).toContain('ENOSPC');
@@ -208,11 +208,15 @@ tmpfs.describe('read-only filesystem (EROFS, mount -o remount,ro)', () => {
     await writeFile(log, mixedSegment().bytes);
     const before = await sha256(log);
     execFileSync('mount', ['-o', 'remount,ro', mountPoint!], { stdio: 'pipe' });
-    const a = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    const a = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(a.result).toBe('failed');
     expect(a.error?.code).toBe('IO');
     expect(a.reason).toContain('EROFS');
-    const b = await convertSegment(log, { codec: 'zstd', outDir: path.join(mountPoint!, 'out') });
+    const b = await convertSegment(
+      log,
+      { codec: 'zstd' },
+      { kind: 'outDir', dir: path.join(mountPoint!, 'out') },
+    );
     expect(b.result).toBe('failed');
     expect(b.error?.code).toBe('IO');
     expect(await sha256(log)).toBe(before);
@@ -227,15 +231,16 @@ tmpfs.describe('read-only filesystem (EROFS, mount -o remount,ro)', () => {
       const bytes = mixedSegment().bytes;
       await writeFile(log, bytes);
       const out = path.join(mountPoint!, 'out');
-      const r = await convertSegment(log, {
-        codec: 'zstd',
-        ...(mode === 'outDir' ? { outDir: out } : { inPlace: true }),
-        testHooks: {
+      const r = await convertSegment(
+        log,
+        { codec: 'zstd' },
+        mode === 'outDir' ? { kind: 'outDir', dir: out } : { kind: 'inPlace' },
+        {
           beforeVerify: () => {
             execFileSync('mount', ['-o', 'remount,ro', mountPoint!], { stdio: 'pipe' });
           },
         },
-      });
+      );
       expect(r.result).toBe('failed');
       expect(r.error?.code).toBe('IO');
       expect(r.reason).toMatch(/EROFS|read-only/);
@@ -403,10 +408,11 @@ describe('injected EIO (wrapped node:fs/promises) at each stage', () => {
       const out = path.join(dir, 'out');
       const hits = fault.hits;
       fault.armed = { op: c.op, match: c.match, after: c.after ?? 0 };
-      const r = await convertSegment(log, {
-        codec: 'zstd',
-        ...(c.mode === 'inPlace' ? { inPlace: true } : { outDir: out }),
-      });
+      const r = await convertSegment(
+        log,
+        { codec: 'zstd' },
+        c.mode === 'inPlace' ? { kind: 'inPlace' } : { kind: 'outDir', dir: out },
+      );
       expect(fault.hits).toBe(hits + 1);
       expect(r.result).toBe('failed');
       expect(r.error?.code).toBe('IO');
@@ -420,7 +426,7 @@ describe('injected EIO (wrapped node:fs/promises) at each stage', () => {
       expect(names.filter((n) => !/^\d{20}\.(log|index|timeindex)$/.test(n))).toEqual([]);
       if (c.mode === 'outDir') expect(existsSync(out) ? await readdir(out) : []).toEqual([]);
       // And a rerun converts it.
-      const again = await convertSegment(log, { codec: 'zstd', inPlace: true });
+      const again = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' });
       expect(again.error).toBeUndefined();
       expect((await verifySegment(log)).problems).toEqual([]);
       await rm(dir, { recursive: true, force: true });
@@ -557,13 +563,16 @@ describe('decompression bombs and absurd sizes, every codec, through convertSegm
         const dir = await tmpDir();
         const log = await writeSegment(dir, bytes);
         const before = process.memoryUsage().arrayBuffers;
-        const r = await convertSegment(log, {
-          // A target codec other than the source's, so nothing is skipped as already converted.
-          codec: input.name.includes('gzip') ? 'zstd' : 'gzip',
-          maxDecompressedBatchBytes: LIMIT,
-          maxEntryBytes: 8 * 1024 * 1024,
-          ...(mode === 'outDir' ? { outDir: path.join(dir, 'out') } : { inPlace: true }),
-        });
+        const r = await convertSegment(
+          log,
+          {
+            // A target codec other than the source's, so nothing is skipped as already converted.
+            codec: input.name.includes('gzip') ? 'zstd' : 'gzip',
+            maxDecompressedBatchBytes: LIMIT,
+            maxEntryBytes: 8 * 1024 * 1024,
+          },
+          mode === 'outDir' ? { kind: 'outDir', dir: path.join(dir, 'out') } : { kind: 'inPlace' },
+        );
         expect(r.result).toBe('failed');
         expect(input.codes).toContain(r.error?.code);
         if (r.error?.code === 'DECOMPRESSION_LIMIT') expect(r.reason).toMatch(/limit/);
@@ -581,11 +590,11 @@ describe('decompression bombs and absurd sizes, every codec, through convertSegm
   it('the limit error is the typed DecompressionLimitError with the configured limit', async () => {
     const dir = await tmpDir();
     const log = await writeSegment(dir, encodeRecordBatchFromPayload(f(), 1, payload, 4));
-    const r = await convertSegment(log, {
-      codec: 'gzip',
-      maxDecompressedBatchBytes: LIMIT,
-      outDir: path.join(dir, 'o'),
-    });
+    const r = await convertSegment(
+      log,
+      { codec: 'gzip', maxDecompressedBatchBytes: LIMIT },
+      { kind: 'outDir', dir: path.join(dir, 'o') },
+    );
     expect(r.error).toMatchObject({
       name: DecompressionLimitError.name,
       code: 'DECOMPRESSION_LIMIT',

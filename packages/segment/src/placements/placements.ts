@@ -37,7 +37,7 @@ import {
 import { acquirePartitionLock, acquireSegmentLock } from '../safety/lock.js';
 import { swapInPlace } from '../safety/swap.js';
 import { discardStaged, type SourceIdentity, sameIdentity, sourceIdentity } from '../stage/stage.js';
-import { type Conversion, SourceMovedError } from './conversion.js';
+import { type Conversion, type Placement, SourceMovedError } from './conversion.js';
 import { adoptStaged, newStageDigests, recordStaged } from './stage-placement.js';
 
 /** Owner, group and mode of the files a broker opens read-write: the new files get them. */
@@ -88,7 +88,7 @@ async function renameIntoPlace(c: Conversion, dest: SegmentFiles): Promise<void>
  * copied byte for byte, indexes rebuilt, verified), so that the out dir holds every segment given.
  */
 export async function intoOutDir(c: Conversion, outDir: string): Promise<void> {
-  const { options, report } = c;
+  const { settings, hooks, report } = c;
   const { files: src, size } = await requireSegment(c.logPath, 'read');
   await assertNotInMarkedDir(outDir, outDir, 'the output dir');
   report.bytesIn = size;
@@ -96,10 +96,10 @@ export async function intoOutDir(c: Conversion, outDir: string): Promise<void> {
   const dest = src.in(path.resolve(outDir));
   c.dest = dest;
   const source = new LocalSegmentSource(src.log, src.baseOffset);
-  const copyOnly = !options.force && (await alreadyConverted(source, options, report));
+  const copyOnly = !settings.force && (await alreadyConverted(source, settings, report, hooks));
   resetSourceCounts(report);
   await makeDir(c, src, dest);
-  await rewrite(source, { settings: options, into: dest, attributes, report });
+  await rewrite(source, { settings, hooks, into: dest, attributes, report });
   await renameIntoPlace(c, dest);
   if (copyOnly) markUnchanged(report, 'copied');
   else report.result = 'converted';
@@ -139,7 +139,7 @@ async function stageRewrite(
   stagePartition: string,
   staged: SourceIdentity,
 ) {
-  const { options, report } = c;
+  const { settings, hooks, report } = c;
   const attributes = await originalAttributes(c, src, true);
   const dest = src.in(path.resolve(stagePartition));
   c.dest = dest;
@@ -148,13 +148,16 @@ async function stageRewrite(
   const record = {
     src,
     dest,
-    settings: options,
+    settings,
     source: staged,
     digests,
     report,
     mtimeNs: attributes.mtimeNs,
   };
-  if (!options.force && (await alreadyConverted(source, options, report, digests.source))) {
+  if (
+    !settings.force &&
+    (await alreadyConverted(source, settings, report, { signal: hooks.signal, digest: digests.source }))
+  ) {
     markUnchanged(report, 'skipped');
     // Nothing to stage: a record saying so.
     await recordStaged({ ...record, withFiles: false });
@@ -165,7 +168,7 @@ async function stageRewrite(
   digests.source = createHash('sha256');
   resetSourceCounts(report);
   await makeDir(c, src, dest);
-  await rewrite(source, { settings: options, into: dest, attributes, report, digests });
+  await rewrite(source, { settings, hooks, into: dest, attributes, report, digests });
   // Staged only when the source is still the file read (a retention delete or a cleaner's
   // replacement while it was read makes a new inode or a missing file).
   if (!sameIdentity(await sourceIdentity(src.log), staged)) throw new SourceMovedError(src.log);
@@ -184,12 +187,15 @@ interface InPlaceSegment {
   attributes: NewFileAttributes;
 }
 
+/** Where an in-place conversion puts the originals, and what it checks before it reads. */
+type InPlaceOptions = Omit<Extract<Placement, { kind: 'inPlace' }>, 'kind'>;
+
 /** In place: rewritten beside the original and swapped in (swap.ts). */
-export async function inPlace(c: Conversion): Promise<void> {
+export async function inPlace(c: Conversion, how: InPlaceOptions): Promise<void> {
   await unlessSourceMoved(c, async () => {
-    const seg = await openInPlace(c);
+    const seg = await openInPlace(c, how);
     if (seg === undefined || !(await rewriteInPlace(c, seg))) return;
-    await swap(c, seg);
+    await swap(c, seg, how.backupDir);
     c.report.result = 'converted';
   });
 }
@@ -199,15 +205,19 @@ export async function inPlace(c: Conversion): Promise<void> {
  * in (the same swap) when its record still matches the source and the settings and its files
  * their digests; otherwise the staged files are discarded and the segment converted as usual.
  */
-export async function inPlaceFromStage(c: Conversion, stagePartition: string): Promise<void> {
+export async function inPlaceFromStage(
+  c: Conversion,
+  stagePartition: string,
+  backupDir: string | undefined,
+): Promise<void> {
   await unlessSourceMoved(c, async () => {
-    const seg = await openInPlace(c, stagePartition);
+    const seg = await openInPlace(c, { backupDir }, stagePartition);
     if (seg === undefined) return;
     const { src, attributes } = seg;
     const staged = await adoptStaged({
       src,
       stagePartition,
-      settings: c.options,
+      settings: c.settings,
       report: c.report,
       attributes,
     });
@@ -217,7 +227,7 @@ export async function inPlaceFromStage(c: Conversion, stagePartition: string): P
       c.held = undefined;
       if (staged === 'unchanged' || !(await rewriteInPlace(c, seg))) return;
     } else await assertSingleLink(src);
-    await swap(c, seg);
+    await swap(c, seg, backupDir);
     // Committed: the staged copies are the swapped-in files now (links); the record goes.
     if (staged === 'adopted') await discardStaged(stagePartition, src.baseOffset).catch(() => {});
     c.report.result = 'converted';
@@ -239,23 +249,27 @@ async function unlessSourceMoved(c: Conversion, body: () => Promise<void>): Prom
  * The checks and locks of a conversion in place, up to its first read; undefined when the
  * segment is skipped (still changing).
  */
-async function openInPlace(c: Conversion, stagePartition?: string): Promise<InPlaceSegment | undefined> {
-  const { options, report } = c;
+async function openInPlace(
+  c: Conversion,
+  how: InPlaceOptions,
+  stagePartition?: string,
+): Promise<InPlaceSegment | undefined> {
+  const { hooks, report } = c;
   const { files: src, size } = await requireSegment(c.logPath, 'in-place');
   report.bytesIn = size;
   // Refused before anything is written when the new files could not get the original's owner.
   assertCanKeepOwnership(await ownershipOf(src.log), src.log);
-  if (options.backupDir) await assertBackupDirOutside(options.backupDir, [src.dir]);
-  if (options.lock !== false) c.lock = await acquireSegmentLock(src.log);
+  if (how.backupDir) await assertBackupDirOutside(how.backupDir, [src.dir]);
+  if (how.lock !== false) c.lock = await acquireSegmentLock(src.log);
   // Leftovers of a crash completed; and a broker completing Kafka's own unfinished swap deletes
   // segment files by offset range: never rewrite beside one (checked again under the partition
   // lock right before the swap).
   if (
-    options.partitionLocks !== undefined ||
+    hooks.partitionLocks !== undefined ||
     (stagePartition !== undefined && (await exists(src.in(stagePartition).stageRecord)))
   )
     c.held = await partitionLock(c, src);
-  await preparePartitionForConversion(src, c.lock?.token, options.signal, c.held !== undefined);
+  await preparePartitionForConversion(src, c.lock?.token, hooks.signal, c.held !== undefined);
   // Read under the segment lock (another run may have been swapping this segment until now;
   // recoverLeftovers may have completed it).
   const attributes = await originalAttributes(c, src, false);
@@ -264,10 +278,7 @@ async function openInPlace(c: Conversion, stagePartition?: string): Promise<InPl
   // reliability §16.4).
   const read = await sourceIdentity(src.log);
   if (read === undefined) throw new SourceMovedError(src.log);
-  if (
-    options.quietMs !== undefined &&
-    Date.now() - Number(BigInt(read.mtimeNs) / 1_000_000n) < options.quietMs
-  ) {
+  if (how.quietMs !== undefined && Date.now() - Number(BigInt(read.mtimeNs) / 1_000_000n) < how.quietMs) {
     c.skipped('still-changing');
     return undefined;
   }
@@ -277,41 +288,44 @@ async function openInPlace(c: Conversion, stagePartition?: string): Promise<InPl
 
 /** The rewrite beside the original; false when the segment is already in the target codec (skipped). */
 async function rewriteInPlace(c: Conversion, seg: InPlaceSegment): Promise<boolean> {
-  const { options, report } = c;
+  const { settings, hooks, report } = c;
   const source = new LocalSegmentSource(seg.src.log, seg.src.baseOffset);
-  if (!options.force && (await alreadyConverted(source, options, report))) {
+  if (!settings.force && (await alreadyConverted(source, settings, report, hooks))) {
     markUnchanged(report, 'skipped');
     return false;
   }
   // Only what is rewritten: a skip breaks no link.
   await assertSingleLink(seg.src);
   resetSourceCounts(report);
-  await rewrite(source, { settings: options, into: c.dest!, attributes: seg.attributes, report });
+  await rewrite(source, { settings, hooks, into: c.dest!, attributes: seg.attributes, report });
   return true;
 }
 
 /** The partition lock: the one the run holds over the partition's swaps (a commit), or taken now. */
 function partitionLock(c: Conversion, src: SegmentFiles) {
-  const { partitionLocks, signal } = c.options;
+  const { partitionLocks, signal } = c.hooks;
   return partitionLocks
     ? partitionLocks.take(src.dir, { signal })
     : acquirePartitionLock(src.dir, { signal });
 }
 
 /** The verified temp files swapped in (swap.ts), under the partition lock. */
-async function swap(c: Conversion, { src, read, attributes }: InPlaceSegment): Promise<void> {
-  const { options, report } = c;
-  if (options.backupDir)
-    report.backupPaths = await backupOriginals(src, options.backupDir, attributes.mtimeNs);
+async function swap(
+  c: Conversion,
+  { src, read, attributes }: InPlaceSegment,
+  backupDir: string | undefined,
+): Promise<void> {
+  const { hooks, report } = c;
+  if (backupDir) report.backupPaths = await backupOriginals(src, backupDir, attributes.mtimeNs);
   // Waiting for another segment's swap can be interrupted; the swap itself never is.
   const lock = c.held ?? (await partitionLock(c, src));
   c.held = undefined;
   let swapping = false;
   try {
     await preparePartitionForSwap(src, c.lock?.token);
-    await options.beforeSwap?.();
+    await hooks.beforeSwap?.();
     if (!sameIdentity(await sourceIdentity(src.log), read)) throw new SourceMovedError(src.log);
-    options.signal?.throwIfAborted();
+    hooks.signal?.throwIfAborted();
     swapping = true;
     // Both locks re-read before each rename: a run frozen past the stale time must not rename
     // files another run has taken over since.

@@ -22,18 +22,18 @@ describe('a source that changes while it is converted in place', () => {
     const dir = await tmpDir('seglift-source-changes-');
     const log = await writeSegment(dir, mixedSegment(0n, 7).bytes);
     const appended = mixedSegment(1000n, 8).bytes;
-    const r = await convertSegment(log, {
-      codec: 'zstd',
-      inPlace: true,
-      // The copy appends while the conversion runs (here: right before the swap).
-      beforeSwap: async () => appendFileSync(log, appended),
-    });
+    const r = await convertSegment(
+      log,
+      { codec: 'zstd' },
+      { kind: 'inPlace' },
+      { beforeSwap: async () => appendFileSync(log, appended) },
+    );
     expect(r.result).toBe('skipped');
     expect(r.reason).toBe('source-changed');
     expect(r.error).toBeUndefined();
     expect(Buffer.compare(await readFile(log), Buffer.concat([mixedSegment(0n, 7).bytes, appended]))).toBe(0);
     expect(await ls(path.dirname(log))).toEqual(['00000000000000000000.log']);
-    const again = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    const again = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(again.result).toBe('converted');
   });
 
@@ -41,12 +41,12 @@ describe('a source that changes while it is converted in place', () => {
     const dir = await tmpDir('seglift-source-changes-');
     const log = await writeSegment(dir, mixedSegment(0n, 9).bytes);
     const before = await readFile(log);
-    const fresh = await convertSegment(log, { codec: 'zstd', inPlace: true, quietMs: 60_000 });
+    const fresh = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace', quietMs: 60_000 });
     expect([fresh.result, fresh.reason, fresh.bytesIn]).toEqual(['skipped', 'still-changing', before.length]);
     expect(Buffer.compare(await readFile(log), before)).toBe(0);
     expect(await ls(path.dirname(log))).toEqual(['00000000000000000000.log']);
     utimesSync(log, HOUR_AGO(), HOUR_AGO());
-    expect((await convertSegment(log, { codec: 'zstd', inPlace: true, quietMs: 60_000 })).result).toBe(
+    expect((await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace', quietMs: 60_000 })).result).toBe(
       'converted',
     );
   });

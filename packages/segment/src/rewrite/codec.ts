@@ -12,7 +12,7 @@ import {
 } from '@seglift/format';
 import { DEFAULT_GROUPING, type Grouping, Upconverter } from '@seglift/legacy';
 
-/** The settings that decide how batches are compressed (ConvertOptions' names). */
+/** The settings that decide how batches are compressed (RewriteSettings' names). */
 export interface CodecSettings {
   codec: CodecName;
   level?: number;

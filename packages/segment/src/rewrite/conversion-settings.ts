@@ -24,7 +24,7 @@ const CODEC_NAMES = CODEC_REGISTRY.map((c) => c.name);
 const LOWEST_LEVEL = Math.min(...CODEC_REGISTRY.map((c) => ('levels' in c ? c.levels.min : 0)));
 
 interface Common {
-  /** The conversion option (ConvertOptions' field) it sets. */
+  /** The conversion setting (RewriteSettings' field) it sets. */
   readonly name: string;
   /** Its key in the config file, dotted (`limits.maxDecompressedBatchBytes`). */
   readonly path: string;

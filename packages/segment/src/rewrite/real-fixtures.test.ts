@@ -15,7 +15,7 @@ needs(realFixtures).describe('real broker segments (../shared/fixtures/real)', (
     expect(metadata.length).toBeGreaterThan(0);
     for (const file of files) {
       const out = await tmpDir();
-      const r = await convertSegment(file, { codec: 'zstd', outDir: out });
+      const r = await convertSegment(file, { codec: 'zstd' }, { kind: 'outDir', dir: out });
       if (metadata.includes(file)) {
         // Never rewritten: Kafka reads it through the raft layer, not as a partition log.
         expect(r.result).toBe('failed');

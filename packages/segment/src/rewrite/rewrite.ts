@@ -28,7 +28,7 @@ import {
   targetCodec,
   upconverterFor,
 } from './codec.js';
-import { conversionSettingsOf } from './conversion-settings.js';
+import { CONVERSION_SETTINGS, conversionSettingsOf } from './conversion-settings.js';
 import {
   type EntryInfo,
   formatKey,
@@ -42,26 +42,49 @@ import { RecompressedBatchProofs, type UpconvertedRun, UpconvertedRunProofs } fr
 import { type EntryChunk, entrySizeAt, type ReadSegmentOptions, type SegmentEntry } from './reader.js';
 import type { SegmentReport } from './report.js';
 import type { SegmentSource } from './source.js';
+import { firstRewritten } from './target-format.js';
 import { type RewriteFiles, verifyRewrite } from './verify.js';
 import { SegmentWriter } from './writer.js';
 
-/** Test seam (not part of the package's API). */
-export interface ConvertTestHooks {
-  /** Called with the written (fsynced) files before they are verified: tests corrupt them here. */
-  beforeVerify?: (files: { log: string; index: string; timeindex: string }) => void | Promise<void>;
-}
-
-/** What decides the bytes a rewrite writes and how it reads (ConvertOptions' names). */
+/**
+ * What decides the bytes a rewrite writes and how it reads: the declared conversion settings
+ * (conversion-settings.ts, each at its default when absent) and convert's own switches, which no
+ * config file or environment sets (force, acceptTruncatedTail, maxEntryBytes). Plain data only.
+ */
 export interface RewriteSettings extends CodecSettings {
   onlyIfSmaller?: boolean;
-  maxEntryBytes?: number;
   indexIntervalBytes?: number;
-  force?: boolean;
-  acceptTruncatedTail?: boolean;
   segmentIndexBytes?: number;
+  /** Recompress batches already in the target codec, and never skip. */
+  force?: boolean;
+  /** Drop (and report) a partial entry at the end instead of failing. */
+  acceptTruncatedTail?: boolean;
+  /** Largest source entry accepted by the reader (default 64 MiB). */
+  maxEntryBytes?: number;
+}
+
+/** The names of RewriteSettings that no conversion setting declares. */
+const CONVERT_SWITCHES = ['force', 'acceptTruncatedTail', 'maxEntryBytes'] as const;
+
+/**
+ * The settings in `given` and nothing else: what a conversion takes from a run's options (which
+ * hold callbacks too), by the declared names (conversion-settings.ts) and convert's switches.
+ */
+export function rewriteSettingsOf(given: RewriteSettings): RewriteSettings {
+  const out: Record<string, unknown> = {};
+  for (const name of [...CONVERSION_SETTINGS.map((s) => s.name), ...CONVERT_SWITCHES]) {
+    const v = (given as unknown as Record<string, unknown>)[name];
+    if (v !== undefined) out[name] = v;
+  }
+  return out as unknown as RewriteSettings;
+}
+
+/** A rewrite's signal and callbacks (the calling thread's, never sent to another). */
+export interface RewriteHooks {
   signal?: AbortSignal;
   onProgress?: (bytesDone: number, bytesTotal: number) => void;
-  testHooks?: ConvertTestHooks;
+  /** Called with the written files, fsynced, before they are verified from disk. */
+  beforeVerify?: (files: { log: string; index: string; timeindex: string }) => void | Promise<void>;
 }
 
 /** sha256 of a staged source and of the files made from it (stage records). */
@@ -82,6 +105,7 @@ export interface NewFileAttributes {
 
 export interface RewriteJob {
   settings: RewriteSettings;
+  hooks: RewriteHooks;
   /** The segment whose temp names (SegmentFiles.tmp) are written. */
   into: SegmentFiles;
   attributes: NewFileAttributes;
@@ -104,51 +128,54 @@ export function tempFiles(into: SegmentFiles): RewriteFiles {
 }
 
 /** The reader's options of a rewrite's passes over the source. */
-function sourceReadOptions(settings: RewriteSettings, report: SegmentReport): ReadSegmentOptions {
+function sourceReadOptions(
+  settings: RewriteSettings,
+  report: SegmentReport,
+  signal: AbortSignal | undefined,
+): ReadSegmentOptions {
   return {
     acceptTruncatedTail: settings.acceptTruncatedTail,
     onTruncatedTail: (t) => {
       report.truncatedTailBytes = t.bytes;
     },
     maxEntryBytes: settings.maxEntryBytes,
-    signal: settings.signal,
+    signal,
     reuseBuffers: true,
   };
 }
 
 /**
- * Whether the segment is already what a rewrite would give: only v2 batches, each in the target
- * codec or never compressed by Kafka (control, empty), or, with onlyIfSmaller, one that
- * recompression would grow. CRCs are checked on the way; stops at the first entry that needs
- * work. Counts what it read into the report (a skip's counts).
+ * Whether the segment is already what a rewrite would give (target-format.ts has the one rule,
+ * `firstRewritten`); CRCs and the offsets' order (OffsetOrder) are checked on the way; stops at
+ * the first entry that needs work.
+ * Counts what it read into the report (a skip's counts), and adds it to `digest`.
  */
 export async function alreadyConverted(
   source: SegmentSource,
   settings: RewriteSettings,
   report: SegmentReport,
-  digest?: Hash,
+  { signal, digest }: { signal?: AbortSignal; digest?: Hash } = {},
 ): Promise<boolean> {
-  const target = targetCodec(settings);
   const order = new OffsetOrder(source.name);
-  for await (const entry of source.entries(sourceReadOptions(settings, report))) {
-    digest?.update(entry.bytes);
-    const info = inspectEntry(entry, source.name);
-    order.follow(info.offset, info.lastOffset, info.position);
-    if (needsRewrite(info, target.id) && !keptLarger(entry, info, target, settings)) return false;
-    report.batchesIn++;
-    report.recordsIn += info.header!.recordsCount;
-    const key = formatKey(2, info.codec);
-    report.codecMixIn[key] = (report.codecMixIn[key] ?? 0) + 1;
-  }
-  return true;
-}
-
-/** With onlyIfSmaller, a v2 batch that recompression would grow stays as it is. */
-function keptLarger(entry: SegmentEntry, info: EntryInfo, target: TargetCodec, settings: RewriteSettings) {
-  if (info.magic < 2 || !settings.onlyIfSmaller) return false;
-  return (
-    recompressBatch(entry.bytes, target, { roundTrip: false, crcChecked: true }).length > entry.bytes.length
+  const verdict = await firstRewritten(
+    source.entries(sourceReadOptions(settings, report, signal)),
+    source.name,
+    settings,
+    {
+      checkCrcs: true,
+      inspected: (entry, info) => {
+        digest?.update(entry.bytes);
+        order.follow(info.offset, info.lastOffset, info.position);
+      },
+      kept: (entry, info) => {
+        report.batchesIn++;
+        report.recordsIn += info.header!.recordsCount;
+        const key = formatKey(2, info.codec);
+        report.codecMixIn[key] = (report.codecMixIn[key] ?? 0) + 1;
+      },
+    },
   );
+  return verdict.inTarget;
 }
 
 /** Forgets what `alreadyConverted` counted: the rewrite counts every entry again. */
@@ -193,16 +220,16 @@ async function syncAndVerify(
   job: RewriteJob,
   proven: { proofs: RecompressedBatchProofs; runs: UpconvertedRunProofs },
 ): Promise<void> {
-  const { settings } = job;
+  const { settings, hooks } = job;
   const durable = (async () => {
     for (const f of Object.values(files)) await fsyncFile(f);
     await fsyncDir(job.into.dir);
   })();
   durable.catch(() => {});
   try {
-    if (settings.testHooks?.beforeVerify) {
+    if (hooks.beforeVerify) {
       await durable;
-      await settings.testHooks.beforeVerify(files);
+      await hooks.beforeVerify(files);
     }
     await verifyRewrite(source, files, {
       baseOffset: source.baseOffset,
@@ -210,7 +237,7 @@ async function syncAndVerify(
       maxDecompressedBytes: settings.maxDecompressedBatchBytes,
       maxEntryBytes: settings.maxEntryBytes,
       acceptTruncatedTail: settings.acceptTruncatedTail,
-      signal: settings.signal,
+      signal: hooks.signal,
       ...proven,
       sourceCrcsChecked: true,
     });
@@ -222,7 +249,7 @@ async function syncAndVerify(
   await durable;
   // Synced and verified: the new files leave the page cache (verify's reads of them included).
   for (const f of Object.values(files)) await dropWrittenFile(f);
-  settings.signal?.throwIfAborted();
+  hooks.signal?.throwIfAborted();
 }
 
 /**
@@ -254,6 +281,7 @@ const PROGRESS_STEP_BYTES = 8 * 1024 * 1024;
  */
 class RewritePass {
   private readonly settings: RewriteSettings;
+  private readonly hooks: RewriteHooks;
   private readonly report: SegmentReport;
   private readonly target: TargetCodec;
   private readonly index: SegmentIndexBuilder;
@@ -276,6 +304,7 @@ class RewritePass {
     private readonly runs: UpconvertedRunProofs,
   ) {
     this.settings = job.settings;
+    this.hooks = job.hooks;
     this.report = job.report;
     this.order = new OffsetOrder(source.name);
     this.target = targetCodec(this.settings);
@@ -292,14 +321,16 @@ class RewritePass {
     let closed = false;
     try {
       this.w = new SegmentWriter(fh, this.files.log, this.index, this.job.digests?.log);
-      for await (const c of this.source.chunks(sourceReadOptions(this.settings, this.report)))
+      for await (const c of this.source.chunks(
+        sourceReadOptions(this.settings, this.report, this.hooks.signal),
+      ))
         await this.chunk(c);
       if (this.openRun !== undefined) await this.endRun();
       await this.w.finish();
       // No fsync here: the rewrite syncs the three files while verify reads them back.
       await fh.close();
       closed = true;
-      this.settings.onProgress?.(this.report.bytesIn, this.report.bytesIn);
+      this.hooks.onProgress?.(this.report.bytesIn, this.report.bytesIn);
       return await this.writeIndexes();
     } finally {
       if (!closed) await fh.close();
@@ -332,8 +363,8 @@ class RewritePass {
       this.openRun.sourceEnd = done;
       await this.writeOutput();
     }
-    if (this.settings.onProgress && done >= this.nextProgress) {
-      this.settings.onProgress(done, this.report.bytesIn);
+    if (this.hooks.onProgress && done >= this.nextProgress) {
+      this.hooks.onProgress(done, this.report.bytesIn);
       this.nextProgress = done + PROGRESS_STEP_BYTES;
     }
   }

@@ -54,7 +54,7 @@ describe('targetFormatOf', () => {
   it('after a conversion: in the target format', async () => {
     const file = await segment(mixedSegment().bytes);
     expect((await targetFormatOf(file, { codec: 'zstd' })).inTarget).toBe(false);
-    const r = await convertSegment(file, { codec: 'zstd', inPlace: true });
+    const r = await convertSegment(file, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(r.result).toBe('converted');
     expect(await targetFormatOf(file, { codec: 'zstd' })).toEqual({ inTarget: true });
   });

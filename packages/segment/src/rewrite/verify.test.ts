@@ -26,7 +26,7 @@ describe('verifySegment', () => {
       problems: [],
     });
     const out = path.join(dir, 'o');
-    await convertSegment(log, { codec: 'lz4', grouping: 'kafka', outDir: out });
+    await convertSegment(log, { codec: 'lz4', grouping: 'kafka' }, { kind: 'outDir', dir: out });
     const outLog = path.join(out, path.basename(log));
     expect((await verifySegment(outLog)).ok).toBe(true);
     const entries = shallowEntries(await readFile(outLog));
@@ -172,7 +172,11 @@ describe('verifySegment: offsets, counts and what stops the scan', () => {
   it('counts a clean converted segment with its indexes; legacy entries count no records when shallow', async () => {
     const dir = await tmpDir();
     const log = await writeSegment(dir, mixedSegment().bytes);
-    await convertSegment(log, { codec: 'zstd', grouping: 'kafka', outDir: path.join(dir, 'o') });
+    await convertSegment(
+      log,
+      { codec: 'zstd', grouping: 'kafka' },
+      { kind: 'outDir', dir: path.join(dir, 'o') },
+    );
     const outLog = path.join(dir, 'o', path.basename(log));
     const bytes = await readFile(outLog);
     const entries = shallowEntries(bytes);
@@ -253,7 +257,11 @@ describe('describeSegment and reports', () => {
   it('formats a table and JSON', async () => {
     const dir = await tmpDir();
     const log = await writeSegment(dir, mixedSegment().bytes);
-    const r = await convertSegment(log, { codec: 'zstd', grouping: 'kafka', outDir: path.join(dir, 'o') });
+    const r = await convertSegment(
+      log,
+      { codec: 'zstd', grouping: 'kafka' },
+      { kind: 'outDir', dir: path.join(dir, 'o') },
+    );
     const skipped = { ...r, path: 'b.log', result: 'skipped' as const, reason: 'active-segment' };
     const s = summarize([r, skipped]);
     expect(s).toMatchObject({ segments: 2, converted: 1, skipped: 1, failed: 0, recordsIn: 548 });
@@ -327,7 +335,7 @@ const legacy = (first: bigint, n: number, tag = 'm') =>
 async function converted(source: Uint8Array): Promise<Buffer> {
   const dir = await tmpDir();
   const log = await writeSegment(dir, source);
-  const r = await convertSegment(log, { codec: 'none', outDir: path.join(dir, 'o') });
+  const r = await convertSegment(log, { codec: 'none' }, { kind: 'outDir', dir: path.join(dir, 'o') });
   expect(r.result).toBe('converted');
   return readFile(path.join(dir, 'o', path.basename(log)));
 }

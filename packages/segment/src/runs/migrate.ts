@@ -6,8 +6,10 @@ import {
   type SegmentFile,
 } from '../discovery/discovery.js';
 import { quietAtStart, type ReadinessRules, readinessRules, splitReady } from '../discovery/readiness.js';
-import { type ConversionOptions, type ConvertOptions, convertSegment } from '../placements/convert.js';
+import type { ConvertHooks, ConvertSettings, Placement } from '../placements/conversion.js';
+import { convertSegment } from '../placements/convert.js';
 import { emptyReport, type RunSummary, type SegmentReport, summarize } from '../rewrite/report.js';
+import { rewriteSettingsOf } from '../rewrite/rewrite.js';
 import { assertBackupDirOutside } from '../safety/backup.js';
 import { holdLogDirLocks } from '../safety/logdir-lock.js';
 import { assertPartitionWithinRoots } from '../safety/roots.js';
@@ -21,8 +23,14 @@ export interface MigrateProgress {
   bytesTotal: number;
 }
 
-export interface MigrateOptions
-  extends Omit<ConvertOptions, 'outDir' | 'inPlace' | 'onProgress' | 'beforeSwap'> {
+/**
+ * A run's options: the conversion settings (each segment's conversion takes those, by their
+ * declared names: rewriteSettingsOf) and the run's own.
+ */
+export interface MigrateOptions extends ConvertSettings {
+  /** Copy each segment's originals to backupDir/<partition dir name>/ before its swap. */
+  backupDir?: string;
+  signal?: AbortSignal;
   /** Also convert each partition's active (highest base offset) segment. Default false. */
   includeActive?: boolean;
   /**
@@ -149,8 +157,10 @@ class ProgressTracker {
 /** How `runConversions` converts each segment of its list. */
 export interface ConversionPlan {
   todo: SegmentFile[];
-  /** The options of segment i over the run's own (where it goes: inPlace, stageDir, fromStage). */
-  optionsFor: (i: number) => Partial<ConversionOptions>;
+  /** Where segment i goes. */
+  placementOf: (i: number) => Placement;
+  /** Segment i's hooks besides the run's signal and progress (those converted in this thread). */
+  hooksOf?: (i: number) => ConvertHooks;
   /**
    * Segments converted in this thread, beside the pool's (a commit from a stage: links and
    * renames, no codec work worth a thread). They run in lanes of a partition each (`partitionOf`):
@@ -175,16 +185,16 @@ export async function runConversions(
 ): Promise<{ results: SegmentReport[]; mode: 'threads' | 'inline'; interrupted: boolean }> {
   const { todo } = plan;
   const { signal } = options;
-  const convert = conversionOptions(options);
+  const settings = rewriteSettingsOf(options);
   const tracker = new ProgressTracker(todo, options.onProgress);
   const results: SegmentReport[] = new Array(todo.length);
-  const runOne = async (i: number, run: (o: ConvertOptions) => Promise<SegmentReport>) => {
-    const r = await run({
-      ...convert,
-      ...plan.optionsFor(i),
+  type Convert = (path: string, s: ConvertSettings, p: Placement, h: ConvertHooks) => Promise<SegmentReport>;
+  const runOne = async (i: number, convert: Convert) => {
+    const r = await convert(todo[i].path, settings, plan.placementOf(i), {
+      ...plan.hooksOf?.(i),
       signal,
       onProgress: (d) => tracker.running(i, d),
-    } as ConvertOptions);
+    });
     // Labelled before anyone hears of it (the NDJSON line, the bar).
     if (r.aborted) rolledBack(r);
     results[i] = r;
@@ -207,8 +217,7 @@ export async function runConversions(
     plan.mainLanes ?? concurrency,
     async (g) => {
       try {
-        for (const i of byPartition[g])
-          if (!signal?.aborted) await runOne(i, (o) => convertSegment(todo[i].path, o));
+        for (const i of byPartition[g]) if (!signal?.aborted) await runOne(i, convertSegment);
       } finally {
         await plan.afterPartition?.(byPartition[g]);
       }
@@ -218,7 +227,7 @@ export async function runConversions(
     if (mode === 'inline') {
       // Inline: after the main thread's own, one at a time.
       await inMain;
-      await lanes(rest, 1, (i) => runOne(i, (o) => convertSegment(todo[i].path, o)));
+      await lanes(rest, 1, (i) => runOne(i, convertSegment));
     } else if (rest.length > 0) {
       const size = Math.max(1, Math.min(concurrency, rest.length));
       const pool = new ConversionPool({ size });
@@ -226,7 +235,7 @@ export async function runConversions(
       // alone while the others idle (reports stay in discovery order).
       const order = [...rest].sort((a, b) => todo[b].size - todo[a].size || a - b);
       try {
-        await lanes(order, size, (i) => runOne(i, (o) => pool.convert(todo[i].path, o)));
+        await lanes(order, size, (i) => runOne(i, (...a) => pool.convert(...a)));
       } finally {
         await pool.close();
       }
@@ -235,22 +244,6 @@ export async function runConversions(
   await Promise.all([inMain, inPool]);
   reportUnfinished(todo, results);
   return { results, mode, interrupted: signal?.aborted === true };
-}
-
-/** The run's options a conversion takes (all but migrate's own). */
-function conversionOptions(options: MigrateOptions): Omit<ConvertOptions, 'outDir' | 'inPlace'> {
-  const {
-    includeActive: _a,
-    readiness: _r,
-    concurrency: _c,
-    mode: _m,
-    onProgress: _p,
-    onSegment: _s,
-    roots: _roots,
-    signal: _signal,
-    ...convert
-  } = options;
-  return convert;
 }
 
 /** Lanes over a list of indexes: each takes the next one when it is done, until an abort. */
@@ -319,7 +312,8 @@ export async function migrate(dirs: string[], options: MigrateOptions): Promise<
     // An archive (requireRolled false): each segment must still be quiet when its conversion
     // starts, however long after the plan that is (a copy may have resumed).
     const quietMs = options.readiness === undefined ? undefined : quietAtStart(options.readiness);
-    run = await runConversions({ todo, optionsFor: () => ({ inPlace: true, quietMs }) }, options);
+    const placement: Placement = { kind: 'inPlace', backupDir: options.backupDir, quietMs };
+    run = await runConversions({ todo, placementOf: () => placement }, options);
   } finally {
     logDirs.release();
   }

@@ -5,10 +5,12 @@
  * one conversion at a time and is reused (loading the native codecs costs ~0.2 s).
  *
  * Protocol (conversion-thread.ts is the other end):
- *   to a thread:   convert {id, logPath, options, gated} | abort {id, reason} | swap {id, go, reason}
+ *   to a thread:   convert {id, logPath, settings, placement, gated} | abort {id, reason} | swap {id, go, reason}
  *   from a thread: progress {id, bytesDone, bytesTotal} | swap-ready {id} | done {id, report}
- * `gated`: the thread asks before its swap (swap-ready) and swaps only on `go` (the caller's
- * beforeSwap hook, e.g. the worker checking that it still holds its partition's lease).
+ * Only the settings (the declared ones, picked by name: rewriteSettingsOf) and the placement
+ * cross; the hooks stay with the caller, and the protocol stands in for them: `gated`, the thread
+ * asks before its swap (swap-ready) and swaps only on `go` (the caller's beforeSwap hook, e.g.
+ * the worker checking that it still holds its partition's lease).
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -16,8 +18,9 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { LockedError, SegmentIoError } from '../files/errors.js';
 import { threadInit } from '../files/io-courtesy.js';
-import type { ConvertOptions } from '../placements/convert.js';
+import type { ConvertHooks, ConvertSettings, Placement } from '../placements/conversion.js';
 import { emptyReport, type SegmentReport } from '../rewrite/report.js';
+import { rewriteSettingsOf } from '../rewrite/rewrite.js';
 
 /**
  * V8 limits for a thread that runs conversions: the young generation capped as the programs cap
@@ -26,11 +29,15 @@ import { emptyReport, type SegmentReport } from '../rewrite/report.js';
  */
 export const PIPELINE_THREAD_RESOURCE_LIMITS = { maxYoungGenerationSizeMb: 24 } as const;
 
-/** What crosses to a thread: everything but the functions, which the protocol stands in for. */
-export type ThreadConvertOptions = Omit<ConvertOptions, 'signal' | 'onProgress' | 'beforeSwap'>;
-
 export type ToThread =
-  | { type: 'convert'; id: number; logPath: string; options: ThreadConvertOptions; gated: boolean }
+  | {
+      type: 'convert';
+      id: number;
+      logPath: string;
+      settings: ConvertSettings;
+      placement: Placement;
+      gated: boolean;
+    }
   | { type: 'abort'; id: number; reason: string }
   | { type: 'swap'; id: number; go: boolean; reason?: string };
 
@@ -76,7 +83,7 @@ export interface ConversionPoolOptions {
 interface Running {
   id: number;
   logPath: string;
-  options: ConvertOptions;
+  hooks: ConvertHooks;
   resolve: (r: SegmentReport) => void;
 }
 
@@ -109,11 +116,16 @@ export class ConversionPool {
    * Converts one segment in a thread. Never rejects for a bad segment: the report says 'failed'
    * (a thread that dies fails only the segment it held, with the reason, and is replaced).
    */
-  async convert(logPath: string, options: ConvertOptions): Promise<SegmentReport> {
-    const { signal, onProgress: _p, beforeSwap, ...plain } = options;
+  async convert(
+    logPath: string,
+    settings: ConvertSettings,
+    placement: Placement,
+    hooks: ConvertHooks = {},
+  ): Promise<SegmentReport> {
+    const { signal } = hooks;
     const id = this.nextId++;
     let settle: (r: SegmentReport) => void = () => {};
-    const running: Running = { id, logPath, options, resolve: (r) => settle(r) };
+    const running: Running = { id, logPath, hooks, resolve: (r) => settle(r) };
     const thread = await this.acquire(running);
     return new Promise<SegmentReport>((resolve) => {
       let killTimer: NodeJS.Timeout | undefined;
@@ -134,8 +146,9 @@ export class ConversionPool {
         type: 'convert',
         id,
         logPath,
-        options: plain,
-        gated: beforeSwap !== undefined,
+        settings: rewriteSettingsOf(settings),
+        placement,
+        gated: hooks.beforeSwap !== undefined,
       } satisfies ToThread);
     });
   }
@@ -178,7 +191,7 @@ export class ConversionPool {
     t.worker.on('message', (m: FromThread) => {
       const running = t.running;
       if (running === undefined || m.id !== running.id) return;
-      if (m.type === 'progress') running.options.onProgress?.(m.bytesDone, m.bytesTotal);
+      if (m.type === 'progress') running.hooks.onProgress?.(m.bytesDone, m.bytesTotal);
       else if (m.type === 'swap-ready') void this.gate(t, running);
       else finish(m.report);
     });
@@ -196,7 +209,7 @@ export class ConversionPool {
   private async gate(t: PoolThread, running: Running): Promise<void> {
     let answer: ToThread;
     try {
-      await running.options.beforeSwap?.();
+      await running.hooks.beforeSwap?.();
       answer = { type: 'swap', id: running.id, go: true };
     } catch (err) {
       answer = { type: 'swap', id: running.id, go: false, reason: (err as Error)?.message ?? String(err) };

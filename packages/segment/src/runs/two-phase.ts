@@ -193,10 +193,9 @@ async function prepare(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPh
     todo.push({ path: s.path, baseOffset: files.baseOffset, size: s.size, mtimeMs: s.mtimeMs });
     spOf.push(sp);
   }
-  const { backupDir: _b, stageDir: _s, nice: _n, ...rest } = options;
   const { results, mode, interrupted } = await runConversions(
-    { todo, optionsFor: (i) => ({ stageDir: spOf[i] }) },
-    rest,
+    { todo, placementOf: (i) => ({ kind: 'stage', dir: spOf[i] }) },
+    options,
   );
   for (const r of results) {
     if (r.stage === 'staged') c.staged++;
@@ -257,7 +256,7 @@ async function commit(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPha
       JSON.stringify(record.options) === JSON.stringify(key);
     spOf[i] = sp;
   });
-  const { stageDir: _s, nice: _n, ...rest } = options;
+  const { backupDir } = options;
   // Also the log dirs the partitions were found in (a parent of log dirs given, a linked
   // partition's), all before the first write: shared with the one held above.
   const logDirs = holdLogDirLocks(planned.logDirs);
@@ -268,18 +267,17 @@ async function commit(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPha
     run = await runConversions(
       {
         todo,
-        optionsFor: (i) =>
+        placementOf: (i) =>
           spOf[i] === undefined
-            ? { inPlace: true }
-            : fresh[i]
-              ? { inPlace: true, fromStage: spOf[i], partitionLocks }
-              : { inPlace: true, fromStage: spOf[i] },
+            ? { kind: 'inPlace', backupDir }
+            : { kind: 'fromStage', dir: spOf[i], backupDir },
+        hooksOf: (i) => (fresh[i] ? { partitionLocks } : {}),
         inMain: (i) => fresh[i],
         partitionOf: (i) => spOf[i] ?? path.dirname(todo[i].path),
         mainLanes: Math.max(options.concurrency ?? hostLimits().cores, COMMIT_LANES),
         afterPartition: (is) => partitionLocks.finish(path.dirname(todo[is[0]].path)),
       },
-      rest,
+      options,
     );
   } finally {
     await partitionLocks.finishAll();

@@ -154,7 +154,7 @@ describe('the segment lock, in process', () => {
       const originals = new Map([[logs[0], await independentRecords(await readFile(logs[0]))]]);
       if (crashed) await staleLock(logs[0]);
       const reports = await Promise.all(
-        Array.from({ length: 4 }, () => convertSegment(logs[0], { codec: 'zstd', inPlace: true })),
+        Array.from({ length: 4 }, () => convertSegment(logs[0], { codec: 'zstd' }, { kind: 'inPlace' })),
       );
       await checkConvertedOnce(pdir, logs, originals, reports);
       await rm(dir, { recursive: true, force: true });

@@ -46,7 +46,11 @@ describe('(a) a crash right after every filesystem change, then a broker start o
         const targets = pair ? (await partition()).prefixes.slice(0, 2) : [(await partition()).prefixes[0]];
         const convertAll = (part: Partition, backupDir?: string) => () =>
           targets.map((p) =>
-            convertSegment(path.join(part.pdir, `${p}.log`), { codec: 'zstd', inPlace: true, backupDir }),
+            convertSegment(
+              path.join(part.pdir, `${p}.log`),
+              { codec: 'zstd' },
+              { kind: 'inPlace', backupDir },
+            ),
           );
         const check = async (part: Partition, backupDir: string | undefined) => {
           for (const withCleaned of [false, true]) await brokerServes(part, part.pdir, withCleaned);
@@ -99,7 +103,7 @@ describe('(a) a crash right after every filesystem change, then a broker start o
 describe('(b) a power loss between two directory fsyncs that several changes share', () => {
   const target = async () => (await partition()).prefixes[0];
   const convert = (part: Partition, p: string) => () => [
-    convertSegment(path.join(part.pdir, `${p}.log`), { codec: 'zstd', inPlace: true }),
+    convertSegment(path.join(part.pdir, `${p}.log`), { codec: 'zstd' }, { kind: 'inPlace' }),
   ];
 
   it('the new .log on disk without the .index.swap before it (steps 6-7)', async () => {
@@ -138,7 +142,11 @@ describe('(b) a power loss between two directory fsyncs that several changes sha
     const report = await recoverLeftovers(part.pdir);
     expect(report.foreignSwaps).toEqual([]);
     expect(existsSync(marker)).toBe(false);
-    const again = await convertSegment(path.join(part.pdir, `${p}.log`), { codec: 'zstd', inPlace: true });
+    const again = await convertSegment(
+      path.join(part.pdir, `${p}.log`),
+      { codec: 'zstd' },
+      { kind: 'inPlace' },
+    );
     expect(again.reason).toBe('already-target-codec');
     await brokerServes(part, part.pdir, false);
     await rm(part.root, { recursive: true, force: true });

@@ -28,7 +28,7 @@ async function convertObserved(backup: boolean): Promise<{ ops: FsOp[]; pdir: st
     await chmod(path.join(pdir, `${BASE}${s}`), 0o664);
   const backupDir = backup ? path.join(dir, 'backup') : undefined;
   const { result: r, ops } = await recordFsOps(() =>
-    convertSegment(log, { codec: 'zstd', inPlace: true, backupDir }),
+    convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace', backupDir }),
   );
   expect(r.result).toBe('converted');
   return { ops, pdir, backupDir };

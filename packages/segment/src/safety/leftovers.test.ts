@@ -39,7 +39,7 @@ async function setup() {
 async function crashAt(log: string, step: string): Promise<void> {
   const run = await crashAfterOp(
     (op) => stepOf(op) === step,
-    () => [convertSegment(log, { codec: 'zstd', inPlace: true })],
+    () => [convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' })],
   );
   expect(run.crashed).toBe(true);
   await killLocks(path.dirname(log));
@@ -61,7 +61,7 @@ describe('recoverLeftovers', () => {
     await lock.release();
     expect((await recoverLeftovers(pdir)).removed).toEqual(['00000000000000000200.index.seglift-tmp']);
     // convertSegment refuses a partition with a Kafka swap in progress.
-    const c = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    const c = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(c.result).toBe('failed');
     expect(c.error?.code).toBe('KAFKA_LEFTOVERS');
     expect(c.reason).toContain('00000000000000000100.log.swap');
@@ -99,7 +99,7 @@ describe('recoverLeftovers', () => {
     const { log, pdir } = await setup();
     const before = await sha256(log);
     await writeFile(path.join(pdir, `${BASE}.log.cleaned`), 'cleaner');
-    const c = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    const c = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(c.error?.code).toBe('KAFKA_LEFTOVERS');
     expect(c.reason).toContain(`${BASE}.log.cleaned`);
     expect(await sha256(log)).toBe(before);
@@ -115,7 +115,7 @@ describe('recoverLeftovers', () => {
   it('an orphan .index.swap (no marker) is foreign: the swap is refused', async () => {
     const { log, pdir } = await setup();
     await writeFile(path.join(pdir, '00000000000000000300.index.swap'), Buffer.alloc(8));
-    const c = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    const c = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(c.error?.code).toBe('KAFKA_LEFTOVERS');
     expect((await recoverLeftovers(pdir)).foreignSwaps).toEqual(['00000000000000000300.index.swap']);
   });
@@ -123,7 +123,7 @@ describe('recoverLeftovers', () => {
   it('a lock held by a live run blocks a second conversion; a stale one is taken over', async () => {
     const { log } = await setup();
     const lock = await acquireSegmentLock(log);
-    const r = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    const r = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(r.error?.code).toBe('LOCKED');
     expect(r.reason).toContain(`pid ${process.pid}`);
     await lock.release();
@@ -131,7 +131,7 @@ describe('recoverLeftovers', () => {
       `${log.slice(0, -4)}.log.seglift.lock`,
       JSON.stringify({ pid: 2 ** 22 + 7, host: os.hostname(), token: 't', startedAt: 'x' }),
     );
-    expect((await convertSegment(log, { codec: 'zstd', inPlace: true })).result).toBe('converted');
+    expect((await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' })).result).toBe('converted');
   });
 
   it('a marker half written (under its temp name) is a temp file: removed, the original kept', async () => {
@@ -155,7 +155,9 @@ describe('recoverLeftovers', () => {
     expect(r.completed).toEqual([]);
     expect(r.foreignSwaps).toEqual([`${BASE}.log.swap`, `${BASE}.timeindex.swap`, `${BASE}.txnindex.swap`]);
     expect(r.removed).toContain(`${BASE}.seglift-swap`);
-    expect((await convertSegment(log, { codec: 'zstd', inPlace: true })).error?.code).toBe('KAFKA_LEFTOVERS');
+    expect((await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' })).error?.code).toBe(
+      'KAFKA_LEFTOVERS',
+    );
   });
 
   it('a swap file of ours with another size than verified is left for an operator', async () => {
@@ -195,7 +197,9 @@ describe('recoverLeftovers', () => {
       expect(await files()).toEqual(before);
       expect(await Promise.all(before.map((n) => sha256(path.join(pdir, n))))).toEqual(hashes);
       // A conversion refuses too, before touching anything.
-      expect((await convertSegment(log, { codec: 'zstd', inPlace: true })).result).not.toBe('converted');
+      expect((await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' })).result).not.toBe(
+        'converted',
+      );
       expect(await files()).toEqual(before);
     });
   }
@@ -206,17 +210,19 @@ describe('recoverLeftovers', () => {
     await crashAt(b, 'rename .log.swap');
     // The crashed run's segment lock went too (an operator removed it): no lock, no holder.
     await rm(lockPathFor(b));
-    const r = await convertSegment(a, { codec: 'zstd', inPlace: true });
+    const r = await convertSegment(a, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(r.result).toBe('converted');
     const names = await ls(part.pdir);
     expect(names.filter((n) => n.endsWith('.swap') || n.includes('seglift-'))).toEqual([]);
-    expect((await convertSegment(b, { codec: 'zstd', inPlace: true })).reason).toMatch(/already/);
+    expect((await convertSegment(b, { codec: 'zstd' }, { kind: 'inPlace' })).reason).toMatch(/already/);
   });
 
   it('a crash right after each step of the swap: recovery ends with the verified conversion in place', async () => {
     // What an uncrashed conversion of the same segment leaves.
     const clean = await setup();
-    expect((await convertSegment(clean.log, { codec: 'zstd', inPlace: true })).result).toBe('converted');
+    expect((await convertSegment(clean.log, { codec: 'zstd' }, { kind: 'inPlace' })).result).toBe(
+      'converted',
+    );
     const expected = Object.fromEntries(
       await Promise.all(
         (await ls(clean.pdir)).map(async (n) => [n, await sha256(path.join(clean.pdir, n))] as const),
@@ -371,7 +377,7 @@ describe('recoverLeftovers: locks, scope, durability', () => {
     const { log, pdir } = await setup();
     const run = await crashAfterOp(
       (op) => stepOf(op) === 'rename .log.swap',
-      () => [convertSegment(log, { codec: 'zstd', inPlace: true })],
+      () => [convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' })],
     );
     expect(run.crashed).toBe(true);
     // The segment lock names this (live) process: the run that holds it is still going (between
@@ -400,16 +406,19 @@ describe('recoverLeftovers: locks, scope, durability', () => {
     const { log, pdir } = await setup();
     const cleaned = path.join(pdir, `${BASE}.log.cleaned`);
     await writeFile(cleaned, 'kafka');
-    const { result: r, ops } = await recordFsOps(() => convertSegment(log, { codec: 'zstd', inPlace: true }));
+    const { result: r, ops } = await recordFsOps(() =>
+      convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' }),
+    );
     expect(r.error?.code).toBe('KAFKA_LEFTOVERS');
     expect(r.reason).toMatch(/start the broker once and stop it cleanly/);
     expect(ops.filter((op) => /\.(log|index|timeindex)\.seglift-tmp$/.test(op.path))).toEqual([]);
     await rm(cleaned);
-    const late = await convertSegment(log, {
-      codec: 'zstd',
-      inPlace: true,
-      testHooks: { beforeVerify: () => writeFile(cleaned, 'kafka') },
-    });
+    const late = await convertSegment(
+      log,
+      { codec: 'zstd' },
+      { kind: 'inPlace' },
+      { beforeVerify: () => writeFile(cleaned, 'kafka') },
+    );
     expect(late.error?.code).toBe('KAFKA_LEFTOVERS');
     expect(late.reason).toMatch(/deletes segment files by offset range/);
     expect((await ls(pdir)).filter((n) => n.includes('seglift') && !n.endsWith('.lock'))).toEqual([]);
@@ -419,16 +428,17 @@ describe('recoverLeftovers: locks, scope, durability', () => {
     const { log, pdir } = await setup();
     const other = path.join(pdir, '00000000000000000100.log');
     let held: Awaited<ReturnType<typeof acquireSegmentLock>> | undefined;
-    const r = await convertSegment(log, {
-      codec: 'zstd',
-      inPlace: true,
-      testHooks: {
+    const r = await convertSegment(
+      log,
+      { codec: 'zstd' },
+      { kind: 'inPlace' },
+      {
         beforeVerify: async () => {
           held = await acquireSegmentLock(other);
           await writeFile(path.join(pdir, '00000000000000000100.seglift-swap'), '{}');
         },
       },
-    });
+    );
     expect(r.error?.code).toBe('LOCKED');
     expect(r.reason).toMatch(
       /another run's swap in this partition is unfinished \(00000000000000000100\.seglift-swap\)/,
@@ -445,7 +455,7 @@ describe('recoverLeftovers: locks, scope, durability', () => {
       if (op.kind === 'link' && op.path.endsWith('.log.seglift.lock')) abort.abort();
     });
     try {
-      const r = await convertSegment(log, { codec: 'zstd', inPlace: true, signal: abort.signal });
+      const r = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' }, { signal: abort.signal });
       expect(r.aborted).toBe(true);
     } finally {
       stop();
@@ -465,11 +475,12 @@ describe('the refusals of a partition a broker would still have to complete, wor
   async function convertWith(appear?: (pdir: string) => Promise<unknown>) {
     const { log, pdir } = await setup();
     const before = await sha256(log);
-    const r = await convertSegment(log, {
-      codec: 'zstd',
-      inPlace: true,
-      testHooks: appear ? { beforeVerify: () => appear(pdir).then(() => undefined) } : undefined,
-    });
+    const r = await convertSegment(
+      log,
+      { codec: 'zstd' },
+      { kind: 'inPlace' },
+      { beforeVerify: appear ? () => appear(pdir).then(() => undefined) : undefined },
+    );
     expect(await sha256(log)).toBe(before);
     // Nothing of this segment's conversion is left (another run's files are its own).
     expect((await ls(pdir)).filter((n) => n.startsWith(BASE) && n.includes('seglift'))).toEqual([]);
@@ -480,7 +491,7 @@ describe('the refusals of a partition a broker would still have to complete, wor
     const { log, pdir } = await setup();
     await writeFile(path.join(pdir, `${P300}.index.swap`), Buffer.alloc(8));
     await writeFile(path.join(pdir, `${P100}.index.swap`), Buffer.alloc(8));
-    const r = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    const r = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(r.error).toEqual({
       name: 'KafkaLeftoversError',
       code: 'KAFKA_LEFTOVERS',

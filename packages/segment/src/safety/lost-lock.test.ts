@@ -35,7 +35,7 @@ async function convertLosingLock(log: string, lockFile: string, when: (op: FsOp)
     }
   });
   try {
-    const report = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    const report = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(lostAt).toBeGreaterThan(0);
     return { report, after: ops.slice(lostAt) };
   } finally {
@@ -88,7 +88,7 @@ describe('a run that lost its lock to another run', () => {
     // The other run (here: the next one, once that run's locks are gone) rolls the swap forward.
     rmSync(partitionLockPath(files.dir));
     rmSync(lockPathFor(log), { force: true });
-    const next = await convertSegment(log, { codec: 'zstd', inPlace: true });
+    const next = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' });
     expect(next).toMatchObject({ result: 'skipped', reason: 'already-target-codec' });
     expect(await independentRecords(await readFile(log))).toEqual(records);
     expect((await ls(files.dir)).filter((n) => n.includes('seglift') || n.endsWith('.swap'))).toEqual([]);

@@ -28,7 +28,7 @@ describe('rewritten files keep owner, group and mode', () => {
       for (const f of await readdir(pdir)) await chown(path.join(pdir, f), 65534, 65534);
       await chmod(log, 0o640);
       const backupDir = path.join(dir, 'backup');
-      const r = await convertSegment(log, { codec: 'zstd', inPlace: true, backupDir });
+      const r = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace', backupDir });
       expect(r.error).toBeUndefined();
       const owner = async (f: string) => {
         const st = await stat(f);
@@ -42,7 +42,11 @@ describe('rewritten files keep owner, group and mode', () => {
       expect(await owner(path.join(b, '00000000000000000000.index'))).toEqual([65534, 65534, '600']);
       // --out keeps the mode (and, as root, the owner).
       const out = path.join(dir, 'out');
-      const o = await convertSegment(path.join(b, '00000000000000000000.log'), { codec: 'lz4', outDir: out });
+      const o = await convertSegment(
+        path.join(b, '00000000000000000000.log'),
+        { codec: 'lz4' },
+        { kind: 'outDir', dir: out },
+      );
       expect(o.error).toBeUndefined();
       expect(await owner(path.join(out, '00000000000000000000.log'))).toEqual([65534, 65534, '640']);
     },
@@ -77,11 +81,11 @@ describe('a backup directory inside the migrated tree is refused', () => {
     ).rejects.toThrow(/is inside/);
     expect(await readdir(path.join(root, 'orders-0'))).toEqual(before);
     // convert --in-place into the partition itself is refused the same way.
-    const r = await convertSegment(path.join(root, 'orders-0', '00000000000000000000.log'), {
-      codec: 'zstd',
-      inPlace: true,
-      backupDir: path.join(root, 'orders-0', 'bk'),
-    });
+    const r = await convertSegment(
+      path.join(root, 'orders-0', '00000000000000000000.log'),
+      { codec: 'zstd' },
+      { kind: 'inPlace', backupDir: path.join(root, 'orders-0', 'bk') },
+    );
     expect(r.error?.code).toBe('INVALID_ARGUMENT');
   });
 
@@ -175,7 +179,7 @@ describe('every grouping and codec past every buffer boundary', () => {
           const dir = await tmpDir();
           const log = await writeSegment(dir, source);
           const out = path.join(dir, 'out');
-          const r = await convertSegment(log, { codec, grouping, outDir: out, ...size });
+          const r = await convertSegment(log, { codec, grouping, ...size }, { kind: 'outDir', dir: out });
           expect(r.error).toBeUndefined();
           const outLog = path.join(out, '00000000000000000000.log');
           const written = await readFile(outLog);
@@ -192,18 +196,22 @@ describe("the active segment's rebuilt indexes fit segment.index.bytes", () => {
   it('an active segment whose .index would not fit is refused, naming the setting; a larger value converts it', async () => {
     const dir = await tmpDir();
     const log = await writeSegment(dir, mixedSegment().bytes);
-    const opts = { codec: 'none' as const, inPlace: true, indexIntervalBytes: 1 };
-    const r = await convertSegment(log, { ...opts, segmentIndexBytes: 64 });
+    const opts = { codec: 'none' as const, indexIntervalBytes: 1 };
+    const r = await convertSegment(log, { ...opts, segmentIndexBytes: 64 }, { kind: 'inPlace' });
     expect(r.error?.code).toBe('INVALID_ARGUMENT');
     expect(r.reason).toMatch(
       /active \(last\) segment .* segment\.index\.bytes \(64\).*--segment-index-bytes/,
     );
-    const ok = await convertSegment(log, { ...opts, segmentIndexBytes: 1024 * 1024 });
+    const ok = await convertSegment(log, { ...opts, segmentIndexBytes: 1024 * 1024 }, { kind: 'inPlace' });
     expect(ok.error).toBeUndefined();
     // Not the last segment of its partition: any size is fine (Kafka only resizes the active one).
     await mkdir(path.dirname(log), { recursive: true });
     await writeFile(path.join(path.dirname(log), '00000000000000009000.log'), '');
-    const other = await convertSegment(log, { ...opts, codec: 'zstd', segmentIndexBytes: 64 });
+    const other = await convertSegment(
+      log,
+      { ...opts, codec: 'zstd', segmentIndexBytes: 64 },
+      { kind: 'inPlace' },
+    );
     expect(other.error).toBeUndefined();
   });
 });

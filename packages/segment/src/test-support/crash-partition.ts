@@ -129,11 +129,11 @@ export async function recoverAndRerun(part: Partition, targets: string[], backup
   await wholeSegments(part);
   expect((await onlySegmentFiles(part.pdir)).filter((n) => !n.endsWith('.lock'))).toEqual([]);
   for (const p of targets) {
-    const r = await convertSegment(path.join(part.pdir, `${p}.log`), {
-      codec: 'zstd',
-      inPlace: true,
-      backupDir,
-    });
+    const r = await convertSegment(
+      path.join(part.pdir, `${p}.log`),
+      { codec: 'zstd' },
+      { kind: 'inPlace', backupDir },
+    );
     expect(r.error).toBeUndefined();
   }
   expect(await wholeSegments(part)).toEqual(
