@@ -20,6 +20,7 @@ import { createLogger, createMetrics, metricsSnapshot } from '@seglift/observabi
 import { createRedis, doneMarkerKey, fileStateOf, SEGMENT_JOB_NAME, segmentJobId } from '@seglift/queue';
 import {
   acquireLogDirLock,
+  type ConvertSettings,
   emptyReport,
   LogDirLockedError,
   logDirLockHolder,
@@ -211,9 +212,9 @@ needs(redisServer).describe('worker with a real Redis', () => {
       codec: 'lz4',
       'limits.maxDecompressedBatchBytes': 32 * 1024 * 1024,
     });
-    const calls: ConvertOptions[] = [];
-    const convert: ConvertFn = async (p, o) => {
-      calls.push(o);
+    const calls: ConvertSettings[] = [];
+    const convert: ConvertFn = async (p, settings) => {
+      calls.push(settings);
       writeFileSync(p, `converted ${calls.length}`);
       return report(p, { result: 'converted', bytesIn: 9, bytesOut: 9 });
     };
@@ -232,7 +233,7 @@ needs(redisServer).describe('worker with a real Redis', () => {
           events,
         ),
       ).toMatchObject({ ok: true, value: { result: 'converted' } });
-    const only = (o: ConvertOptions) => ({
+    const only = (o: ConvertSettings) => ({
       codec: o.codec,
       level: o.level,
       grouping: o.grouping,
