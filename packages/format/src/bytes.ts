@@ -6,6 +6,8 @@ import { CorruptRecordError, InvalidArgumentError } from './errors.js';
  * like ByteUtils, the bits of the last allowed byte beyond the 32/64-bit width are dropped.
  */
 
+/** Java's Integer.MAX_VALUE: the largest relative offset, sequence or size an int32 field holds. */
+export const INT32_MAX = 0x7fffffff;
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 /** Largest magnitude whose zigzag value (2|n|) is still exact in a double. */
@@ -73,6 +75,49 @@ function toInt64(n: number | bigint): bigint {
   }
   if (n < INT64_MIN || n > INT64_MAX) throw new InvalidArgumentError(`out of int64 range: ${n}`);
   return n;
+}
+
+/**
+ * The unsigned varint of the uint32 `u` at `pos` of a buffer with room for it (5 bytes); returns
+ * the end. With putVarint and putVarlong, the one varint encoder: ByteWriter and the hot paths
+ * that write records into a buffer sized beforehand (record.ts, the upconverter) call them.
+ */
+export function putUnsignedVarint(buf: Uint8Array, pos: number, u: number): number {
+  u >>>= 0;
+  while (u >= 0x80) {
+    buf[pos++] = (u & 0x7f) | 0x80;
+    u >>>= 7;
+  }
+  buf[pos++] = u;
+  return pos;
+}
+
+/** The zigzag varint of the int32 `n` at `pos` (at most 5 bytes); returns the end. */
+export function putVarint(buf: Uint8Array, pos: number, n: number): number {
+  return putUnsignedVarint(buf, pos, zigzagEncode32(n));
+}
+
+/** The zigzag varlong of the int64 `v` at `pos` (at most 10 bytes); returns the end. */
+export function putVarlong(buf: Uint8Array, pos: number, v: number | bigint): number {
+  if (typeof v === 'number') {
+    if ((v | 0) === v) return putUnsignedVarint(buf, pos, zigzagEncode32(v));
+    if (Number.isInteger(v) && v <= ZIGZAG_SAFE && v >= -ZIGZAG_SAFE) {
+      let z = v >= 0 ? v * 2 : -v * 2 - 1;
+      while (z >= 128) {
+        buf[pos++] = (z % 128) | 0x80;
+        z = Math.floor(z / 128);
+      }
+      buf[pos++] = z;
+      return pos;
+    }
+  }
+  let z = zigzagEncode64(toInt64(v));
+  while (z >= 128n) {
+    buf[pos++] = Number(z & 0x7fn) | 0x80;
+    z >>= 7n;
+  }
+  buf[pos++] = Number(z);
+  return pos;
 }
 
 function eofIn(what: string, position: number): CorruptRecordError {
@@ -334,43 +379,19 @@ export class ByteWriter {
 
   unsignedVarint(v: number): this {
     this.ensure(5);
-    let u = v >>> 0;
-    const buf = this.buf;
-    let pos = this.pos;
-    while (u >= 0x80) {
-      buf[pos++] = (u & 0x7f) | 0x80;
-      u >>>= 7;
-    }
-    buf[pos++] = u;
-    this.pos = pos;
+    this.pos = putUnsignedVarint(this.buf, this.pos, v);
     return this;
   }
 
   varint(v: number): this {
-    return this.unsignedVarint(zigzagEncode32(v));
+    this.ensure(5);
+    this.pos = putVarint(this.buf, this.pos, v);
+    return this;
   }
 
   varlong(v: number | bigint): this {
-    if (typeof v === 'number' && (v | 0) === v) return this.unsignedVarint(zigzagEncode32(v));
     this.ensure(10);
-    const buf = this.buf;
-    let pos = this.pos;
-    if (typeof v === 'number' && Number.isInteger(v) && v <= ZIGZAG_SAFE && v >= -ZIGZAG_SAFE) {
-      let z = v >= 0 ? v * 2 : -v * 2 - 1;
-      while (z >= 128) {
-        buf[pos++] = (z % 128) | 0x80;
-        z = Math.floor(z / 128);
-      }
-      buf[pos++] = z;
-    } else {
-      let z = zigzagEncode64(toInt64(v));
-      while (z >= 128n) {
-        buf[pos++] = Number(z & 0x7fn) | 0x80;
-        z >>= 7n;
-      }
-      buf[pos++] = Number(z);
-    }
-    this.pos = pos;
+    this.pos = putVarlong(this.buf, this.pos, v);
     return this;
   }
 

@@ -1,3 +1,4 @@
+import { INT32_MAX } from './bytes.js';
 import { CorruptRecordError, InvalidArgumentError } from './errors.js';
 import { LAST_OFFSET_DELTA_OFFSET, MAX_TIMESTAMP_OFFSET } from './record-batch.js';
 
@@ -10,7 +11,6 @@ export const OFFSET_INDEX_ENTRY_SIZE = 8;
 export const TIME_INDEX_ENTRY_SIZE = 12;
 export const DEFAULT_INDEX_INTERVAL_BYTES = 4096;
 
-const INT32_MAX = 0x7fffffff;
 const INT32_MAX_BIG = BigInt(INT32_MAX);
 const TWO32 = 4294967296;
 /** Below 2^52: a batch's base offset (hi word < 2^20) minus it stays exact as a number. */

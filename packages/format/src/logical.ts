@@ -1,3 +1,4 @@
+import { INT32_MAX } from './bytes.js';
 import {
   batchTimestampType,
   type DecodeOptions,
@@ -7,8 +8,6 @@ import {
   readRecordBatchHeader,
 } from './record-batch.js';
 import type { LogicalRecord, RecordHeader } from './types.js';
-
-const INT32_MAX = 0x7fffffff;
 
 /**
  * DefaultRecordBatch.incrementSequence: sequences wrap from Int.MAX to 0, computed in Java int

@@ -1,4 +1,4 @@
-import { ByteReader, ByteWriter, sizeOfVarint, sizeOfVarlong } from './bytes.js';
+import { ByteReader, type ByteWriter, putVarint, putVarlong, sizeOfVarint, sizeOfVarlong } from './bytes.js';
 import { CorruptRecordError, InvalidArgumentError } from './errors.js';
 import type { Record, RecordHeader } from './types.js';
 
@@ -106,45 +106,19 @@ export function writeRecord(writer: ByteWriter, record: Record, bodySize = sizeO
  * method calls.
  */
 export function writeRecordAt(buf: Uint8Array, pos: number, record: Record, bodySize: number): number {
-  pos = putUnsignedVarint(buf, pos, zigzag32(bodySize));
+  pos = putVarint(buf, pos, bodySize);
   buf[pos++] = record.attributes & 0xff;
-  const ts = record.timestampDelta;
-  if (typeof ts === 'number' && (ts | 0) === ts) {
-    pos = putUnsignedVarint(buf, pos, zigzag32(ts));
-  } else {
-    pos = putVarlongSlow(buf, pos, ts);
-  }
-  pos = putUnsignedVarint(buf, pos, zigzag32(record.offsetDelta));
+  pos = putVarlong(buf, pos, record.timestampDelta);
+  pos = putVarint(buf, pos, record.offsetDelta);
   pos = putNullableBytes(buf, pos, record.key);
   pos = putNullableBytes(buf, pos, record.value);
   const headers = record.headers;
-  pos = putUnsignedVarint(buf, pos, zigzag32(headers.length));
+  pos = putVarint(buf, pos, headers.length);
   for (let i = 0; i < headers.length; i++) {
     pos = putNullableBytes(buf, pos, headers[i].key);
     pos = putNullableBytes(buf, pos, headers[i].value);
   }
   return pos;
-}
-
-function zigzag32(n: number): number {
-  return ((n << 1) ^ (n >> 31)) >>> 0;
-}
-
-function putUnsignedVarint(buf: Uint8Array, pos: number, u: number): number {
-  while (u >= 0x80) {
-    buf[pos++] = (u & 0x7f) | 0x80;
-    u >>>= 7;
-  }
-  buf[pos++] = u;
-  return pos;
-}
-
-function putVarlongSlow(buf: Uint8Array, pos: number, v: number | bigint): number {
-  const w = new ByteWriter(10);
-  w.varlong(v);
-  const out = w.finish();
-  buf.set(out, pos);
-  return pos + out.length;
 }
 
 function putNullableBytes(buf: Uint8Array, pos: number, b: Uint8Array | null): number {
@@ -153,7 +127,7 @@ function putNullableBytes(buf: Uint8Array, pos: number, b: Uint8Array | null): n
     return pos + 1;
   }
   const n = b.length;
-  pos = putUnsignedVarint(buf, pos, zigzag32(n));
+  pos = putVarint(buf, pos, n);
   if (n < 32) {
     for (let i = 0; i < n; i++) buf[pos + i] = b[i];
   } else {

@@ -33,6 +33,7 @@ import {
   decompress,
   decompressTransient,
   encodeRecordBatch,
+  INT32_MAX,
   InvalidArgumentError,
   LAST_OFFSET_DELTA_OFFSET,
   LENGTH_OFFSET,
@@ -44,6 +45,8 @@ import {
   PRODUCER_EPOCH_OFFSET,
   PRODUCER_ID_OFFSET,
   parseRecordAt,
+  putVarint,
+  putVarlong,
   RECORD_BATCH_OVERHEAD,
   RECORDS_COUNT_OFFSET,
   type Record,
@@ -56,7 +59,6 @@ import {
 import { decodeLegacyRecords, type LegacyRecord } from './deep.js';
 
 export const DEFAULT_COALESCE_BYTES = 1_048_576;
-const INT32_MAX = 2_147_483_647;
 const TIMESTAMP_TYPE_LOG_APPEND_TIME = 0x08;
 const NO_HEADERS = Object.freeze([]) as unknown as RecordHeader[];
 const EMPTY = new Uint8Array(0);
@@ -271,40 +273,6 @@ function equalBytes(a: Buffer, ap: number, b: Uint8Array, bp: number, n: number)
   for (; i + 4 <= end; i += 4, k += 4) if (va.getInt32(i, true) !== vb.getInt32(k, true)) return false;
   for (; i < end; i++, k++) if (va.getUint8(i) !== vb.getUint8(k)) return false;
   return true;
-}
-
-/** Zigzag varlong of an exact integer number (|v| < 2^53) or bigint, at `p`; returns the end. */
-function putVarlong(buf: Uint8Array, p: number, v: number): number {
-  if ((v | 0) === v) return putUnsigned(buf, p, ((v << 1) ^ (v >> 31)) >>> 0);
-  if (v < 2 ** 52 && v > -(2 ** 52)) {
-    let z = v >= 0 ? v * 2 : -v * 2 - 1;
-    while (z >= 128) {
-      buf[p++] = (z % 128) | 0x80;
-      z = Math.floor(z / 128);
-    }
-    buf[p++] = z;
-    return p;
-  }
-  let z = BigInt.asUintN(64, (BigInt(v) << 1n) ^ (BigInt(v) >> 63n));
-  while (z >= 128n) {
-    buf[p++] = Number(z & 0x7fn) | 0x80;
-    z >>= 7n;
-  }
-  buf[p++] = Number(z);
-  return p;
-}
-
-function putUnsigned(buf: Uint8Array, p: number, u: number): number {
-  while (u >= 0x80) {
-    buf[p++] = (u & 0x7f) | 0x80;
-    u >>>= 7;
-  }
-  buf[p++] = u;
-  return p;
-}
-
-function putVarint(buf: Uint8Array, p: number, n: number): number {
-  return putUnsigned(buf, p, ((n << 1) ^ (n >> 31)) >>> 0);
 }
 
 /**

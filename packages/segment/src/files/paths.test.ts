@@ -1,5 +1,5 @@
 /**
- * Issue 21 items 5 and 7: symlinks and non-regular files are never skipped in silence; roots,
+ * Symlinks and non-regular files are never skipped in silence; roots,
  * backups, stages and hard links bind every conversion (docs/reliability.md §16.5, §16.7).
  */
 import { execFileSync } from 'node:child_process';

@@ -1,5 +1,5 @@
 /**
- * Issue 21 item 4 in the conversion itself (docs/reliability.md §16.4): an archive copy may still
+ * A source that changes, in the conversion itself (docs/reliability.md §16.4): an archive copy may still
  * be writing a segment, or may resume after the plan judged it quiet. In place, the source's
  * identity (device, inode, size, mtime, ctime) is taken before the first read and compared under
  * the partition lock right before the swap: a source that changed is never swapped (its later

@@ -1,4 +1,5 @@
 import {
+  INT32_MAX,
   LAST_OFFSET_DELTA_OFFSET,
   MAX_TIMESTAMP_OFFSET,
   type OffsetIndexView,
@@ -106,7 +107,7 @@ export class IndexChecker {
     this.lastOffset = lastOffset;
     this.maxTimestamp = maxTimestamp;
     this.header = undefined;
-    this.check(position, rel >= INT32_MIN && rel <= INT32_MAX ? Number(rel) : Number.NaN);
+    this.check(position, rel >= INT32_MIN_BIG && rel <= INT32_MAX_BIG ? Number(rel) : Number.NaN);
   }
 
   /**
@@ -225,7 +226,7 @@ export class IndexChecker {
 }
 
 const EMPTY = new Uint8Array(0);
-const INT32_MIN = -(2n ** 31n);
-const INT32_MAX = 2n ** 31n - 1n;
+const INT32_MAX_BIG = BigInt(INT32_MAX);
+const INT32_MIN_BIG = -INT32_MAX_BIG - 1n;
 const TWO31 = 2 ** 31;
 const TWO32 = 2 ** 32;

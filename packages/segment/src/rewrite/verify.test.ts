@@ -4,9 +4,9 @@ import { compress, crc32, crc32c, type RecordBatchFields } from '@seglift/format
 import { encodeCompressedWrapper, encodeLegacyEntry } from '@seglift/legacy';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from '../placements/convert.js';
+import { describeSegment } from '../test-support/describe.js';
 import { mixedSegment, prng, tmpDir, v2Batch, writeSegment } from '../test-support/fixtures.js';
 import { recoveryIndexes, shallowEntries } from '../test-support/independent.js';
-import { describeSegment } from './describe.js';
 import { RecompressedBatchProofs, type UpconvertedRun, UpconvertedRunProofs } from './proofs.js';
 import { formatReportTable, reportsToJSON, summarize } from './report.js';
 import { type RewriteFiles, type VerifyRewriteOptions, verifyRewrite, verifySegment } from './verify.js';

@@ -1,5 +1,5 @@
 /**
- * What a commit checks before it swaps in a staged segment (issue 21, item 3): the staged files
+ * What a commit checks before it swaps in a staged segment (docs/reliability.md): the staged files
  * are the bytes prepare wrote and verified (their sha256 against the record), the source is the
  * file prepare read (ctime too: a write with the size and mtime put back, a recreated file under
  * a reused inode number), the stage dir serves this very log dir. And the new files' mtime is the

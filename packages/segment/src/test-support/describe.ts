@@ -5,8 +5,8 @@ import {
   SegliftError,
   type TimestampType,
 } from '@seglift/format';
-import { codecLabel, inspectEntry } from './entry.js';
-import { type ReadSegmentOptions, readSegmentEntries } from './reader.js';
+import { codecLabel, inspectEntry } from '../rewrite/entry.js';
+import { type ReadSegmentOptions, readSegmentEntries } from '../rewrite/reader.js';
 
 /** One shallow entry as kafka-dump-log prints it (docs/kafka-format.md §8.2), JSON-friendly (offsets as strings). */
 export interface BatchSummary {
