@@ -167,7 +167,7 @@ export async function alreadyConverted(
         digest?.update(entry.bytes);
         order.follow(info.offset, info.lastOffset, info.position);
       },
-      kept: (entry, info) => {
+      kept: (_entry, info) => {
         report.batchesIn++;
         report.recordsIn += info.header!.recordsCount;
         const key = formatKey(2, info.codec);
