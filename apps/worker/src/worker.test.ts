@@ -578,8 +578,8 @@ needs(redisServer).describe('worker with a real Redis', () => {
 
   it('the backup dir, one rule with migrate: inside the roots and outside the log dir, or every in-place job fails', async () => {
     const calls: Array<string | undefined> = [];
-    const convert: ConvertFn = async (p, o) => {
-      calls.push(o.backupDir);
+    const convert: ConvertFn = async (p, _settings, placement) => {
+      calls.push(placement.kind === 'inPlace' ? placement.backupDir : undefined);
       return report(p, { result: 'skipped', reason: 'already-target-codec' });
     };
     const cases = [

@@ -46,10 +46,10 @@ describe('offsets that go backwards', () => {
         { kind: 'offsets', message: 'offset 24 does not follow 67', file: log, position: at, offset: '24' },
       ]);
       const before = await sha256(log);
-      const inPlace = await convertSegment(log, { codec: 'zstd', inPlace: true });
+      const inPlace = await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' });
       expect(inPlace).toMatchObject(refusal(log, at));
       const outDir = path.join(path.dirname(logDir), 'out');
-      const out = await convertSegment(log, { codec: 'zstd', outDir });
+      const out = await convertSegment(log, { codec: 'zstd' }, { kind: 'outDir', dir: outDir });
       expect(out).toMatchObject(refusal(log, at));
       expect(await sha256(log)).toBe(before);
       expect(await ls(path.join(logDir, 't-0'))).toEqual([
@@ -64,7 +64,11 @@ describe('offsets that go backwards', () => {
     const first = v2Batch(10n, values(5), CompressionType.NONE);
     const legacy = encodeLegacyEntry(12n, { magic: 1, key: null, value: Buffer.from('late') });
     const log = await writeSegment(logDir, Buffer.concat([first, legacy]), 0n, 't-0');
-    const r = await convertSegment(log, { codec: 'zstd', outDir: path.join(path.dirname(logDir), 'out') });
+    const r = await convertSegment(
+      log,
+      { codec: 'zstd' },
+      { kind: 'outDir', dir: path.join(path.dirname(logDir), 'out') },
+    );
     expect(r.error).toMatchObject({
       code: 'CORRUPT_RECORD',
       message: 'offset 12 does not follow 14',
