@@ -546,7 +546,7 @@ describe('hostile files where seglift keeps its own (issue 32)', () => {
     await rm(path.join(pdir, `${BASE}.seglift-swap`), { force: true });
     execFileSync('mkfifo', [lockPathFor(log)]);
     const started = Date.now();
-    await convertSegment(log, { codec: 'zstd', inPlace: true }).catch(() => undefined);
+    await convertSegment(log, { codec: 'zstd' }, { kind: 'inPlace' }).catch(() => undefined);
     expect(Date.now() - started).toBeLessThan(10_000);
   }, 20_000);
 });
