@@ -296,7 +296,7 @@ needs(dist).it(
     const base = Math.max(...before);
     const pool = new ConversionPool({ size: 1 });
     try {
-      const r = await pool.convert(logs[0], { codec: 'zstd', stageDir: stage });
+      const r = await pool.convert(logs[0], { codec: 'zstd' }, { kind: 'stage', dir: stage });
       expect([r.result, r.stage]).toEqual(['converted', 'staged']);
       const after = threadNices();
       // The converting thread and no other (under a `nice` of 10 or more already: none raised).
