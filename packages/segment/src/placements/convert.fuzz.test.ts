@@ -283,16 +283,25 @@ const stats = {
 };
 afterAll(() => fuzz.writeStats(stats));
 
+// A fixed number of inputs, not a time budget: ~50 s alone on 2 cores, past 60 s beside other
+// suites' processes, so the limit only catches a hang.
+const FUZZ_TIMEOUT_MS = 180_000;
+
 describe('fuzz: segment files through reader, verifySegment and convertSegment', () => {
-  it('every mutated generated segment ends in a typed result; a successful conversion verifies and keeps every record', async () => {
-    await fuzzSegments(generatedSeeds(), 0x5e6, CI_INPUTS);
-  });
+  it(
+    'every mutated generated segment ends in a typed result; a successful conversion verifies and keeps every record',
+    async () => {
+      await fuzzSegments(generatedSeeds(), 0x5e6, CI_INPUTS);
+    },
+    FUZZ_TIMEOUT_MS,
+  );
   // A quarter of the CI inputs: the real segments are a second family of seeds.
   needs(realFixtures).it(
     'every mutated real broker segment ends in a typed result; a successful conversion verifies and keeps every record',
     async () => {
       await fuzzSegments(await realSeeds(), 0x7e41, CI_INPUTS / 4);
     },
+    FUZZ_TIMEOUT_MS,
   );
 });
 
