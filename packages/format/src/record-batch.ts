@@ -199,12 +199,18 @@ export function recordsPayload(batch: Uint8Array, opts: DecodeOptions = {}): Uin
   return payloadOf(header, bytes, opts);
 }
 
-function payloadOf(header: RecordBatchHeader, bytes: Uint8Array, opts: DecodeOptions): Uint8Array {
+/** `transient`: the payload may live in the codec's reused buffer (valid until its next call). */
+function payloadOf(
+  header: RecordBatchHeader,
+  bytes: Uint8Array,
+  opts: DecodeOptions,
+  transient = false,
+): Uint8Array {
   const raw = bytes.subarray(RECORD_BATCH_OVERHEAD);
   const codec = batchCompression(header);
   if (codec === 0) return raw;
   try {
-    return decompress(codec, raw, {
+    return (transient ? decompressTransient : decompress)(codec, raw, {
       magic: 2,
       maxBytes: opts.maxDecompressedBytes ?? DEFAULT_MAX_DECOMPRESSED_BATCH_BYTES,
     });
@@ -494,7 +500,9 @@ export function recompressRecordBatch(
       offset: header.baseOffset,
     });
   }
-  const payload = payloadOf(header, bytes, opts);
+  // Used up before this returns (compressed or copied into the new batch), so it may live in the
+  // source codec's reused buffer, unless the round trip decodes with that same codec.
+  const payload = payloadOf(header, bytes, opts, batchCompression(header) !== codecId);
   const compressed = batchCompression(header) !== 0;
   if (opts.roundTrip) {
     try {

@@ -489,7 +489,10 @@ export class Upconverter {
     if ((codecById(codec)?.minMagic ?? 3) > magic || valueLength < 0) return false;
     let inner: Uint8Array;
     try {
-      inner = decompress(codec, new Uint8Array(b.buffer, b.byteOffset + q, valueLength), {
+      // Its records are copied into the pending batch as they are added, so the codec's reused
+      // buffer serves, unless finishing a batch on the way decodes with that codec (the proof).
+      const decode = codec === this.codec ? decompress : decompressTransient;
+      inner = decode(codec, new Uint8Array(b.buffer, b.byteOffset + q, valueLength), {
         magic,
         maxBytes: this.decodeOptions.maxDecompressedBytes ?? DEFAULT_MAX_DECOMPRESSED_BATCH_BYTES,
       });

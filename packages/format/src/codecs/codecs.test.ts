@@ -18,6 +18,7 @@ import {
   compress,
   DEFAULT_MAX_DECOMPRESSED_BATCH_BYTES,
   decompress,
+  decompressTransient,
   defaultLevel,
   validateLevel,
 } from './index.js';
@@ -225,6 +226,48 @@ describe('gzip (JDK GZIPInputStream semantics)', () => {
     const data = semiCompressible(50_000);
     expect(hex(compress(1, data, { level: -1 }))).toBe(hex(compress(1, data, { level: 6 })));
     expect(hex(compress(1, data))).toBe(hex(compress(1, data, { level: 6 })));
+  });
+});
+
+describe('gzip on the kept zlib handle', () => {
+  const data = Buffer.from(semiCompressible(200_000));
+  const gz = zlib.gzipSync(data);
+  const tr = (c: Uint8Array, maxBytes = MAX) => decompressTransient(1, c, { magic: 2, maxBytes });
+  it("gives gunzipSync's bytes, one buffer reused from call to call", () => {
+    const first = tr(gz);
+    expect(Buffer.from(first).equals(data)).toBe(true);
+    const second = tr(zlib.gzipSync(Buffer.from('hello')));
+    expect(Buffer.from(second).toString()).toBe('hello');
+    expect(second.buffer).toBe(first.buffer);
+    // The same bytes as node's own gunzip for members, zero padding and a trailer that lies.
+    const lying = Buffer.from(gz);
+    lying.writeUInt32LE(10, lying.length - 4);
+    for (const c of [
+      Buffer.concat([gz, zlib.gzipSync(Buffer.from('tail'))]),
+      Buffer.concat([gz, Buffer.alloc(100)]),
+      zlib.gzipSync(Buffer.alloc(0)),
+    ]) {
+      expect(Buffer.from(tr(c)).equals(zlib.gunzipSync(c))).toBe(true);
+      expect(dec(1, c).equals(zlib.gunzipSync(c))).toBe(true);
+    }
+    // ISIZE too small: the output grows until the stream ends, then the CRC32/ISIZE check fails.
+    expect(() => tr(lying)).toThrow(/CRC32 or ISIZE|incorrect|unexpected end/);
+  });
+  it('an owned result is not overwritten by the next call', () => {
+    const a = decompress(1, gz, { magic: 2, maxBytes: MAX });
+    decompress(1, zlib.gzipSync(Buffer.from('other')), { magic: 2, maxBytes: MAX });
+    tr(zlib.gzipSync(Buffer.from('other')));
+    expect(Buffer.from(a).equals(data)).toBe(true);
+  });
+  it('holds the limit exactly, and decodes as before after zlib refused an input', () => {
+    const zeros = zlib.gzipSync(Buffer.alloc(4 * MiB));
+    expect(() => tr(zeros, 4 * MiB - 1)).toThrow(DecompressionLimitError);
+    expect(tr(zeros, 4 * MiB).length).toBe(4 * MiB);
+    const truncated = gz.subarray(0, gz.length - 20);
+    expect(() => tr(truncated)).toThrow(DecompressionError);
+    expect(Buffer.from(tr(gz)).equals(data)).toBe(true);
+    expect(Buffer.from(tr(Buffer.concat([gz, Buffer.from('junk')]))).equals(data)).toBe(true);
+    expect(Buffer.from(tr(gz)).equals(data)).toBe(true);
   });
 });
 

@@ -16,19 +16,149 @@ export function gzipCompress(data: Uint8Array, level: number): Buffer {
 }
 
 export function gzipDecompress(data: Uint8Array, maxBytes: number): Buffer {
+  return gzipDecompressMaybeInto(data, maxBytes, false);
+}
+
+/** Like gzipDecompress, into a reused buffer: valid until the next call. */
+export function gzipDecompressTransient(data: Uint8Array, maxBytes: number): Buffer {
+  return gzipDecompressMaybeInto(data, maxBytes, true);
+}
+
+function gzipDecompressMaybeInto(data: Uint8Array, maxBytes: number, transient: boolean): Buffer {
   const input = asBuffer(data);
-  // Fast path: zlib decodes single and concatenated members; maxOutputLength makes it stop
-  // (without allocating more) once the limit is passed.
-  try {
-    return zlib.gunzipSync(input, {
-      maxOutputLength: Math.max(1, maxBytes),
-      chunkSize: outputChunkSize(input, maxBytes),
-    });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw limitError('gzip', maxBytes);
-    // zlib rejects trailing garbage that the JDK ignores: decode member by member.
+  // Fast path: zlib decodes single and concatenated members, stopping once the limit is passed.
+  const engine = gunzipEngine();
+  if (engine !== undefined) {
+    const out = gunzipWith(engine, input, maxBytes, transient);
+    if (out !== undefined) return out;
+  } else {
+    try {
+      return zlib.gunzipSync(input, {
+        maxOutputLength: Math.max(1, maxBytes),
+        chunkSize: outputChunkSize(input, maxBytes),
+      });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw limitError('gzip', maxBytes);
+    }
   }
+  // zlib rejects trailing garbage that the JDK ignores: decode member by member.
   return gzipDecompressMembers(input, maxBytes);
+}
+
+/**
+ * node:zlib's native gunzip handle, as gunzipSync drives it, kept for every call: gunzipSync
+ * builds a Transform stream, a zlib state (inflateInit and its 32 KiB window) and an output
+ * buffer per call, which per batch is garbage a conversion thread's heap holds by tens of MiB
+ * before a GC frees it (docs/benchmarks.md, "Scaling up"), and CPU. The handle and its write
+ * state are node's own (`_handle`, `_writeState`: what gunzipSync itself uses); where a Node lacks
+ * them this is undefined and gunzipSync runs as before.
+ */
+interface ZlibHandle {
+  writeSync(
+    flush: number,
+    input: Uint8Array,
+    inOff: number,
+    inLen: number,
+    out: Uint8Array,
+    outOff: number,
+    outLen: number,
+  ): void;
+  reset(): void;
+  close(): void;
+  onerror: (message: string, errno: number) => void;
+}
+interface GunzipEngine {
+  handle: ZlibHandle;
+  /** [avail_out, avail_in] after a write. */
+  state: Uint32Array;
+  /** Set by the handle's error callback during a write. */
+  failed: boolean;
+}
+
+let engine: GunzipEngine | null | undefined;
+
+function gunzipEngine(): GunzipEngine | undefined {
+  if (engine === undefined) {
+    const z = zlib.createGunzip() as unknown as { _handle?: Partial<ZlibHandle>; _writeState?: unknown };
+    const handle = z._handle;
+    const state = z._writeState;
+    engine =
+      typeof handle?.writeSync === 'function' &&
+      typeof handle.reset === 'function' &&
+      typeof handle.close === 'function' &&
+      state instanceof Uint32Array &&
+      state.length === 2
+        ? { handle: handle as ZlibHandle, state, failed: false }
+        : null;
+    if (engine !== null) {
+      const e = engine;
+      // Called synchronously inside writeSync: the error itself is what the member-by-member
+      // path reports (or it decodes what zlib refused).
+      e.handle.onerror = () => {
+        e.failed = true;
+      };
+    }
+  }
+  return engine ?? undefined;
+}
+
+/** gunzipWith's transient output: reused, grown up to this (larger outputs get their own buffer). */
+const SCRATCH_MAX = 8 * 1024 * 1024;
+let scratch = Buffer.allocUnsafeSlow(0);
+
+/** An output buffer of `size` bytes holding `keep` bytes of `from` (when given) at its start. */
+function outputBuffer(size: number, transient: boolean, from?: Buffer, keep = 0): Buffer {
+  let out: Buffer;
+  if (transient && size <= SCRATCH_MAX) {
+    if (scratch.length < size || (from !== undefined && from.buffer === scratch.buffer)) {
+      const next = Buffer.allocUnsafeSlow(Math.min(SCRATCH_MAX, Math.max(size, 2 * scratch.length)));
+      if (from !== undefined) from.copy(next, 0, 0, keep);
+      scratch = next;
+      return next;
+    }
+    out = scratch;
+  } else {
+    out = Buffer.allocUnsafe(size);
+  }
+  if (from !== undefined) from.copy(out, 0, 0, keep);
+  return out;
+}
+
+/**
+ * One gunzip on the kept handle, as gunzipSync does it (Z_FINISH, output grown while zlib fills
+ * it), or undefined where zlib refused the input: the handle is then dropped and the caller
+ * decodes member by member.
+ */
+function gunzipWith(
+  e: GunzipEngine,
+  input: Buffer,
+  maxBytes: number,
+  transient: boolean,
+): Buffer | undefined {
+  // gunzipSync's maxOutputLength: at least 1.
+  const limit = Math.max(1, maxBytes);
+  let out = outputBuffer(outputChunkSize(input, maxBytes), transient);
+  let produced = 0;
+  let inOff = 0;
+  let inLen = input.length;
+  e.handle.reset();
+  for (;;) {
+    e.handle.writeSync(zlib.constants.Z_FINISH, input, inOff, inLen, out, produced, out.length - produced);
+    if (e.failed) {
+      e.handle.close();
+      engine = undefined;
+      return undefined;
+    }
+    const availOut = e.state[0];
+    const availIn = e.state[1];
+    produced = out.length - availOut;
+    if (produced > limit) throw limitError('gzip', maxBytes);
+    // Room left: zlib is done (the stream's end, or what it could decode of it).
+    if (availOut !== 0) return out.subarray(0, produced);
+    inOff += inLen - availIn;
+    inLen = availIn;
+    out = outputBuffer(Math.min(2 * out.length, limit + 1), transient, out, produced);
+  }
 }
 
 /**

@@ -6,7 +6,7 @@
  * wrapper may use", the CLI's "is this id a codec at all". Adding a codec is one entry below and
  * its implementation file beside this one.
  */
-import { GZIP_DEFAULT_LEVEL, gzipCompress, gzipDecompress } from './gzip.js';
+import { GZIP_DEFAULT_LEVEL, gzipCompress, gzipDecompress, gzipDecompressTransient } from './gzip.js';
 import { lz4Compress, lz4Decompress } from './lz4.js';
 import { snappyCompress, snappyDecompress } from './snappy.js';
 import { limitError } from './util.js';
@@ -59,7 +59,8 @@ export const CODEC_REGISTRY = [
     levels: { min: 1, max: 9, default: GZIP_DEFAULT_LEVEL, also: [-1] },
     minMagic: 0,
     compress: (data, level) => gzipCompress(data, level),
-    decompress: (data, _magic, maxBytes) => gzipDecompress(data, maxBytes),
+    decompress: (data, _magic, maxBytes, transient) =>
+      transient ? gzipDecompressTransient(data, maxBytes) : gzipDecompress(data, maxBytes),
   },
   {
     id: 2,

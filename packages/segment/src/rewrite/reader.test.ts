@@ -2,10 +2,17 @@ import { open, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CorruptRecordError, TruncatedDataError, UnsupportedFormatError } from '@seglift/format';
 import { encodeLegacyEntry } from '@seglift/legacy';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { mixedSegment, tmpDir } from '../test-support/fixtures.js';
 import { shallowEntries } from '../test-support/independent.js';
-import { entrySizeAt, readSegmentChunks, readSegmentEntries, type SegmentEntry } from './reader.js';
+import { freeBufferBytes } from './buffers.js';
+import {
+  DEFAULT_CHUNK_SIZE,
+  entrySizeAt,
+  readSegmentChunks,
+  readSegmentEntries,
+  type SegmentEntry,
+} from './reader.js';
 
 async function collect(file: string, opts = {}): Promise<SegmentEntry[]> {
   const out: SegmentEntry[] = [];
@@ -191,6 +198,43 @@ describe('readSegmentEntries', () => {
     }
     expect(n).toBe(2000);
     expect(peak).toBeLessThan(150 << 20);
+  });
+
+  it('reuseBuffers: a read that ends or is left gives its buffers back, and the next read takes them', async () => {
+    const dir = await tmpDir();
+    const file = path.join(dir, 'reuse.log');
+    const entry = encodeLegacyEntry(0n, { magic: 0, key: null, value: Buffer.alloc(50_000, 3) });
+    await writeFile(
+      file,
+      Buffer.concat(
+        Array.from({ length: 100 }, (_, i) => {
+          const e = Buffer.from(entry);
+          e.writeBigInt64BE(BigInt(i), 0);
+          return e;
+        }),
+      ),
+    );
+    const read = async (stopAfter = Infinity) => {
+      let n = 0;
+      for await (const e of readSegmentEntries(file, { reuseBuffers: true })) {
+        expect(e.bytes.readBigInt64BE(0)).toBe(BigInt(n));
+        if (++n === stopAfter) break;
+      }
+      return n;
+    };
+    expect(await read()).toBe(100);
+    // The two windows of a 5 MB file: each two chunks long.
+    const kept = freeBufferBytes();
+    expect(kept).toBeGreaterThanOrEqual(2 * 2 * DEFAULT_CHUNK_SIZE);
+    const alloc = vi.spyOn(Buffer, 'allocUnsafeSlow');
+    try {
+      expect(await read()).toBe(100);
+      expect(await read(3)).toBe(3);
+      expect(alloc).not.toHaveBeenCalled();
+    } finally {
+      alloc.mockRestore();
+    }
+    expect(freeBufferBytes()).toBe(kept);
   });
 
   it('readSegmentChunks: whole entries back to back, and an entry that fails its checks after the ones before it', async () => {

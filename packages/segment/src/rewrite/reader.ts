@@ -13,6 +13,7 @@ import {
 import { LEGACY_RECORD_OVERHEAD_V0 } from '@seglift/legacy';
 import { ReadCourtesy, throttleIo } from '../files/io-courtesy.js';
 import { assertRegularFile } from '../files/segment-file.js';
+import { giveBackBuffer, takeBuffer } from './buffers.js';
 
 /** One shallow entry of a .log: a v2 RecordBatch or a v0/v1 message (maybe a compressed wrapper). */
 export interface SegmentEntry {
@@ -55,7 +56,9 @@ export interface ReadSegmentOptions {
    * Read into two alternating buffers instead of a new one per chunk: an entry's bytes are then
    * valid only until the iterator is advanced. The pipeline's own loops use this, so reading a
    * file makes no garbage for the GC to catch up with (it kept peak RSS tens of MiB higher).
-   * Buffers are two chunks long (room for a partial entry in front of a read-ahead chunk).
+   * Buffers are two chunks long (room for a partial entry in front of a read-ahead chunk), taken
+   * from and given back to the thread's reused ones (buffers.ts) when the file is read to its end
+   * or the iteration is ended.
    */
   reuseBuffers?: boolean;
   signal?: AbortSignal;
@@ -212,6 +215,7 @@ export async function* readSegmentChunks(
   } finally {
     await window?.settle();
     courtesy?.close();
+    window?.release();
     await fh.close();
   }
 }
@@ -361,7 +365,11 @@ class ReadWindow {
     }
     // First read, an entry larger than what is buffered and read ahead, or a short read-ahead.
     const want = Math.min(Math.max(this.chunkSize, need, keep + got), this.fileSize - pos);
-    const next = Buffer.allocUnsafeSlow(want);
+    // A third buffer (the kept bytes and the read-ahead are copied from the other two).
+    const next =
+      this.options.reuseBuffers && want <= this.bufferBytes
+        ? takeBuffer(this.bufferBytes)
+        : Buffer.allocUnsafeSlow(want);
     if (keep > 0) buf.copy(next, 0, pos - bufStart, buf.length);
     let filled = keep;
     if (got > 0) {
@@ -383,11 +391,26 @@ class ReadWindow {
     await this.aheadRead?.catch(() => {});
   }
 
+  /** With reuseBuffers, once settled and the last chunk is done with: the buffers go back. */
+  release(): void {
+    if (!this.options.reuseBuffers) return;
+    this.giveBack(this.current);
+    this.giveBack(this.spare);
+    this.current = this.spare = this.ahead = undefined;
+  }
+
+  /** Only buffers of the usual size are worth keeping (a huge entry's own buffer is dropped). */
+  private giveBack(b: Buffer | undefined): void {
+    if (b?.length === this.bufferBytes) giveBackBuffer(b);
+  }
+
   private take(next: Buffer, from: number, to: number): void {
     this.buf = next.subarray(from, to);
     this.bufStart = this.pos;
     if (this.options.reuseBuffers) {
-      // The buffer being left holds only entries already handed out: free for the next read-ahead.
+      // The buffer being left holds only entries already handed out: free for the next
+      // read-ahead. The spare, when `next` is not it, held a read-ahead already copied.
+      if (this.spare !== next) this.giveBack(this.spare);
       this.spare = this.current;
       this.current = next;
     }
@@ -400,7 +423,7 @@ class ReadWindow {
     if (length <= 0) return;
     if (this.options.reuseBuffers) {
       if (this.spare === undefined || this.spare.length < this.bufferBytes) {
-        this.spare = Buffer.allocUnsafeSlow(this.bufferBytes);
+        this.spare = takeBuffer(this.bufferBytes);
       }
       this.ahead = this.spare;
     } else {

@@ -14,6 +14,7 @@ import {
 } from '@seglift/format';
 import { writeAll } from '../files/fsops.js';
 import { throttleIo } from '../files/io-courtesy.js';
+import { giveBackBuffer, takeBuffer } from './buffers.js';
 import { formatKey } from './entry.js';
 
 const WRITE_BUFFER_BYTES = 1024 * 1024;
@@ -22,7 +23,7 @@ export const MAX_SEGMENT_BYTES = 0x7fffffff;
 
 /**
  * Buffered writer of the new log that feeds the index builder with the new positions. Batches are
- * copied into one of two reused buffers (no references kept to the reader's or codec's buffers, no
+ * copied into one of two reused buffers (the thread's, buffers.ts: no references kept to the reader's or codec's buffers, no
  * garbage per write); while one buffer's write runs on libuv's pool the other fills, so the
  * codecs never wait on a write. A batch larger than a buffer is written on its own.
  */
@@ -31,10 +32,8 @@ export class SegmentWriter {
   batches = 0;
   records = 0;
   readonly codecOut: Record<string, number> = {};
-  private readonly buffers = [
-    Buffer.allocUnsafeSlow(WRITE_BUFFER_BYTES),
-    Buffer.allocUnsafeSlow(WRITE_BUFFER_BYTES),
-  ];
+  /** The thread's reused buffers (buffers.ts), given back by finish. */
+  private readonly buffers = [takeBuffer(WRITE_BUFFER_BYTES), takeBuffer(WRITE_BUFFER_BYTES)];
   private active = 0;
   private used = 0;
   private filePos = 0;
@@ -137,6 +136,7 @@ export class SegmentWriter {
   async finish(): Promise<void> {
     await this.flush();
     await this.drain();
+    for (const b of this.buffers) giveBackBuffer(b);
   }
 
   private writeFully(bytes: Uint8Array, at: number): Promise<void> {
