@@ -242,7 +242,7 @@ describeWith(needs(kubectl), 'every rendered kustomization', () => {
         });
       }
 
-      it('gives every converting container the memory of its conversion threads (200 MiB + 64 MiB a thread), the default ones too', () => {
+      it('gives every converting container the memory of its conversion threads (200 MiB + 48 MiB a thread), the default ones too', () => {
         for (const j of jobs)
           for (const c of podSpec(j).containers as Obj[]) {
             // The watcher only scans and queues: no conversion thread.

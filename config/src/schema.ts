@@ -141,7 +141,7 @@ export const ConfigSchema = z.strictObject({
       /**
        * Conversions in parallel per worker process (each runs in its own worker thread). Default:
        * the host's cores (a cgroup CPU quota counted), as many as its memory (a cgroup limit
-       * counted) holds at 200 MiB + 64 MiB a thread (@seglift/segment's defaultConcurrency).
+       * counted) holds at 200 MiB + 48 MiB a thread (@seglift/segment's defaultConcurrency).
        */
       concurrency: z._default(positiveInt, defaultConcurrency()),
       /** Attempts for transient (I/O) failures; format errors fail at once. */

@@ -78,11 +78,11 @@ describe('defaultConcurrency', () => {
     expect(defaultConcurrency({ cores: 2, memoryBytes: 512 * MiB })).toBe(2);
   });
 
-  it('is as many threads as the memory holds at 200 MiB + 64 MiB a thread', () => {
-    // (512 - 200) / 64 = 4.9: 4 threads, 456 MiB at most.
-    expect(defaultConcurrency({ cores: 64, memoryBytes: 512 * MiB })).toBe(4);
-    expect(memoryBoundMib(4)).toBe(456);
-    expect(defaultConcurrency({ cores: 64, memoryBytes: 1024 * MiB })).toBe(12);
+  it('is as many threads as the memory holds at 200 MiB + 48 MiB a thread', () => {
+    // (512 - 200) / 48 = 6.5: 6 threads, 488 MiB at most.
+    expect(defaultConcurrency({ cores: 64, memoryBytes: 512 * MiB })).toBe(6);
+    expect(memoryBoundMib(6)).toBe(488);
+    expect(defaultConcurrency({ cores: 64, memoryBytes: 1024 * MiB })).toBe(17);
   });
 
   it('is at least one, however little memory', () => {
@@ -90,6 +90,6 @@ describe('defaultConcurrency', () => {
   });
 
   it('states the bound it keeps', () => {
-    expect([PROCESS_MEMORY_MIB, THREAD_MEMORY_MIB]).toEqual([200, 64]);
+    expect([PROCESS_MEMORY_MIB, THREAD_MEMORY_MIB]).toEqual([200, 48]);
   });
 });

@@ -10,14 +10,16 @@ import os from 'node:os';
 
 /**
  * Peak RSS of a conversion process: at most PROCESS_MEMORY_MIB plus THREAD_MEMORY_MIB for each
- * conversion thread. Measured by bench/scale-up on 16 cores (docs/benchmarks.md, "Scaling up"):
- * 162-176 MiB at 1 thread, 671 MiB at 8 on v1 wrapper segments (the most per thread), 885 at 16;
- * a thread holds about 45-60 MiB while all convert at once (its V8 heap, two read windows, the
- * codecs' contexts and buffers). Issue 35 asks for 32 MiB a thread; until a thread needs that
- * little, the default concurrency counts what it does need, so a pod is never OOM-killed.
+ * conversion thread (docs/benchmarks.md, "Scaling up"). A thread holds its V8 heap (~12-16 MiB),
+ * its reused read, write and codec buffers (~10-25 MiB: v1 wrappers coalesced into 1 MiB batches
+ * the most) and the codecs' contexts; since a thread makes no garbage per batch or per pass, 16
+ * threads over 48 partitions peaked at 508 (v2) and 610 MiB (v1) on 2 cores, 24-29 MiB a thread
+ * over one thread's run. On 16 cores the same code before that change peaked ~180 MiB higher
+ * than on 2 cores; it has not been measured there since, so a thread is counted at 48 MiB (the
+ * 16-core peaks measured before it, 870-903 MiB, fit too), not the 32 issue 35 asks for.
  */
 export const PROCESS_MEMORY_MIB = 200;
-export const THREAD_MEMORY_MIB = 64;
+export const THREAD_MEMORY_MIB = 48;
 
 /** The memory a run with `threads` conversion threads may use at its peak, in MiB. */
 export function memoryBoundMib(threads: number): number {
