@@ -1,5 +1,5 @@
 import zlib from 'node:zlib';
-import { DecompressionError } from '../errors.js';
+import { DecompressionError, SegliftError } from '../errors.js';
 import { asBuffer, concatChunks, limitError, wrapDecompressError } from './util.js';
 
 /**
@@ -27,9 +27,16 @@ export function gzipDecompressTransient(data: Uint8Array, maxBytes: number): Buf
 function gzipDecompressMaybeInto(data: Uint8Array, maxBytes: number, transient: boolean): Buffer {
   const input = asBuffer(data);
   // Fast path: zlib decodes single and concatenated members, stopping once the limit is passed.
-  const engine = gunzipEngine();
-  if (engine !== undefined) {
-    const out = gunzipWith(engine, input, maxBytes, transient);
+  const e = gunzipEngine();
+  if (e !== undefined) {
+    let out: Buffer | undefined;
+    try {
+      out = gunzipWith(e, input, maxBytes, transient);
+    } catch (err) {
+      if (err instanceof SegliftError) throw err;
+      // A handle that throws rather than report (another Node): dropped, decoded as below.
+      dropEngine(e);
+    }
     if (out !== undefined) return out;
   } else {
     try {
@@ -102,6 +109,14 @@ function gunzipEngine(): GunzipEngine | undefined {
   return engine ?? undefined;
 }
 
+/** A handle whose state is unknown after an error: closed, and a new one made at the next call. */
+function dropEngine(e: GunzipEngine): void {
+  if (engine === e) engine = undefined;
+  try {
+    e.handle.close();
+  } catch {}
+}
+
 /** gunzipWith's transient output: reused, grown up to this (larger outputs get their own buffer). */
 const SCRATCH_MAX = 8 * 1024 * 1024;
 let scratch = Buffer.allocUnsafeSlow(0);
@@ -145,8 +160,7 @@ function gunzipWith(
   for (;;) {
     e.handle.writeSync(zlib.constants.Z_FINISH, input, inOff, inLen, out, produced, out.length - produced);
     if (e.failed) {
-      e.handle.close();
-      engine = undefined;
+      dropEngine(e);
       return undefined;
     }
     const availOut = e.state[0];

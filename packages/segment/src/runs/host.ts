@@ -13,7 +13,7 @@ import os from 'node:os';
  * conversion thread (docs/benchmarks.md, "Scaling up"). A thread holds its V8 heap (~12-16 MiB),
  * its reused read, write and codec buffers (~10-25 MiB: v1 wrappers coalesced into 1 MiB batches
  * the most) and the codecs' contexts; since a thread makes no garbage per batch or per pass, 16
- * threads over 48 partitions peaked at 508 (v2) and 610 MiB (v1) on 2 cores, 24-29 MiB a thread
+ * threads over 48 partitions peaked at 419 (v2) and 645 MiB (v1) on 2 cores, 22-35 MiB a thread
  * over one thread's run. On 16 cores the same code before that change peaked ~180 MiB higher
  * than on 2 cores; it has not been measured there since, so a thread is counted at 48 MiB (the
  * 16-core peaks measured before it, 870-903 MiB, fit too), not the 32 issue 35 asks for.
