@@ -10,12 +10,14 @@ import {
 } from './record-batch.js';
 
 // The round trip's codec, with a switch that makes it decode one byte wrong (a codec bug).
-const broken = vi.hoisted(() => ({ flipByte: false, fail: false }));
+// Only the target codec breaks: the source batch is decoded by the same function (gzip here).
+const broken = vi.hoisted(() => ({ flipByte: false, fail: false, sourceCodec: 1 }));
 vi.mock('./codecs/index.js', async (importOriginal) => {
   const real = await importOriginal<typeof import('./codecs/index.js')>();
   return {
     ...real,
     decompressTransient: (...a: Parameters<typeof real.decompressTransient>) => {
+      if (a[0] === broken.sourceCodec) return real.decompressTransient(...a);
       if (broken.fail) throw new Error('codec exploded');
       const out = real.decompressTransient(...a);
       if (!broken.flipByte) return out;
