@@ -12,6 +12,7 @@
  * asks before its swap (swap-ready) and swaps only on `go` (the caller's beforeSwap hook, e.g.
  * the worker checking that it still holds its partition's lease).
  */
+import { getMaxListeners, setMaxListeners } from 'node:events';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -141,7 +142,13 @@ export class ConversionPool {
         resolve(r);
       };
       if (signal?.aborted) onAbort();
-      else signal?.addEventListener('abort', onAbort, { once: true });
+      else if (signal !== undefined) {
+        // One listener per conversion in flight, so up to the pool's size on the run's signal:
+        // past Node's default of 10 (a 16-core host) that is no leak, only the size asked for.
+        const wanted = this.options.size + 10;
+        if (getMaxListeners(signal) < wanted) setMaxListeners(wanted, signal);
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
       thread.worker.postMessage({
         type: 'convert',
         id,
