@@ -193,9 +193,19 @@ function parseMessageAt(b: Uint8Array, p: number, e: number): boolean {
   return true;
 }
 
+/**
+ * Buffers an Upconverter gave back (`release`), taken by the next one. A segment's two buffers grow
+ * by doubling to its largest batch (1 MiB and more when coalescing): made anew per segment they
+ * were ~8 MiB of garbage each time, which a conversion thread held until V8's next scavenge
+ * (docs/benchmarks.md, "Memory per thread"). Kept: at most SPARE_COUNT, each at most SPARE_MAX.
+ */
+const spares: Buffer[] = [];
+const SPARE_COUNT = 2;
+const SPARE_MAX = 8 * 1024 * 1024;
+
 /** A growable byte buffer (a Buffer, so the codecs take views of it as they are). */
 class Bytes {
-  buf: Buffer = Buffer.allocUnsafeSlow(64 * 1024);
+  buf: Buffer = spares.pop() ?? Buffer.allocUnsafeSlow(64 * 1024);
   /** Over `buf`'s whole ArrayBuffer (positions are buf.byteOffset + i). */
   dv = new DataView(this.buf.buffer);
   length = 0;
@@ -437,6 +447,20 @@ export class Upconverter {
     const v = this.out.view(this.taken, this.finishedEnd);
     this.taken = this.finishedEnd;
     return v;
+  }
+
+  /**
+   * Gives this object's buffers to the next Upconverter of this thread. Call once the last output
+   * taken has been written (nothing may read a view of it afterwards); the object is then unusable.
+   */
+  release(): void {
+    for (const bytes of [this.out, this.payload]) {
+      if (spares.length < SPARE_COUNT && bytes.buf.length <= SPARE_MAX && !spares.includes(bytes.buf))
+        spares.push(bytes.buf);
+      bytes.buf = Buffer.alloc(0);
+      bytes.dv = new DataView(bytes.buf.buffer);
+      bytes.length = 0;
+    }
   }
 
   /** Drops the output taken: a pending codec-none batch moves to the front. */

@@ -327,6 +327,8 @@ class RewritePass {
         await this.chunk(c);
       if (this.openRun !== undefined) await this.endRun();
       await this.w.finish();
+      // Every output taken is written: the next segment's upconverter grows no buffers anew.
+      this.up.release();
       // No fsync here: the rewrite syncs the three files while verify reads them back.
       await fh.close();
       closed = true;
