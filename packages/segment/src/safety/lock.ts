@@ -175,26 +175,12 @@ function describeHolder(holder: LockInfo | undefined): string {
   return holder ? `pid ${holder.pid} on ${holder.host} since ${holder.startedAt}` : 'another run';
 }
 
-let heartbeatObserver: ((lockPath: string, touched: Promise<void>) => void) | undefined;
-
-/**
- * Tests: sees each heartbeat's touch as it starts, so a test on a fake clock awaits the touch
- * itself instead of guessing how long a file system takes. Returns the function that removes it.
- */
-export function observeHeartbeats(observer: (lockPath: string, touched: Promise<void>) => void): () => void {
-  heartbeatObserver = observer;
-  return () => {
-    heartbeatObserver = undefined;
-  };
-}
-
 /** Touches the lock file every LOCK_HEARTBEAT_MS while held (exported for the heartbeat test). */
 export function startHeartbeat(lockPath: string, everyMs = LOCK_HEARTBEAT_MS): () => void {
   const timer = setInterval(() => {
     const now = new Date();
     // Not through fsops: a heartbeat changes no data and lands at any instant.
-    const touched = utimes(lockPath, now, now).catch(() => {});
-    heartbeatObserver?.(lockPath, touched);
+    utimes(lockPath, now, now).catch(() => {});
   }, everyMs);
   timer.unref();
   return () => clearInterval(timer);
