@@ -4,16 +4,11 @@
  * that `<offset>.snapshot` can be written for a segment end Kafka never snapshotted. Pure: the
  * caller reads the batches (packages/segment, producer-snapshots.ts).
  */
-import { INT32_MAX } from './bytes.js';
 import { ControlRecordType, decodeControlRecordKey, decodeEndTransactionMarker } from './control.js';
 import { CorruptRecordError } from './errors.js';
+import { incrementSequence } from './logical.js';
 import type { ProducerSnapshotEntry } from './producer-snapshot.js';
 import { decodeRecords, isControlBatch, isTransactional, type RecordBatchHeader } from './record-batch.js';
-
-/** DefaultRecordBatch.incrementSequence: sequences wrap from Integer.MAX_VALUE to 0. */
-function incrementSequence(sequence: number, increment: number): number {
-  return sequence > INT32_MAX - increment ? increment - (INT32_MAX - sequence) - 1 : sequence + increment;
-}
 
 interface Entry {
   producerId: bigint;
