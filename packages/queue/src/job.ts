@@ -32,8 +32,10 @@ export const SegmentJobSchema = z
   .strictObject({
     /** Real path of the `.log` file when queued (the worker re-resolves it against its roots). */
     path: absolutePath.check(z.refine((p) => p.endsWith('.log'), { message: 'must name a .log file' })),
-    /** Size and mtime of the file judged ready: the worker converts only that file, never one
-     * that changed since (a copy still being written, a file replaced). */
+    /**
+     * Size and mtime of the file judged ready: the worker converts only that file, never one that
+     * changed since (a copy still being written, a file replaced).
+     */
     size: z.int().check(z.minimum(0)),
     mtimeMs: z.number().check(z.minimum(0)),
     /**
