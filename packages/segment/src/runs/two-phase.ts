@@ -220,7 +220,6 @@ async function prepare(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPh
  */
 export async function commitStage(logDir: string, options: TwoPhaseOptions): Promise<TwoPhaseResult> {
   const stage = await openStageDir(options.stageDir, logDir, false);
-  if (options.backupDir) await assertBackupDirOutside(options.backupDir, [logDir]);
   // The broker must be stopped: its `.lock` is held from before the first write to the end (a
   // partition dir given: the parent of its name as given, never of its real path, which for a
   // linked partition is another disk's directory).
@@ -235,9 +234,13 @@ export async function commitStage(logDir: string, options: TwoPhaseOptions): Pro
 async function commit(stage: StageDir, options: TwoPhaseOptions): Promise<TwoPhaseResult> {
   const started = performance.now();
   const c = counts();
-  c.discarded += await pruneStage(stage);
   // Exactly what a plain migrate would convert (and leave).
   const planned = await plan([stage.logDir], options);
+  // Checked as migrate checks it, before any change: inside the roots, outside the log dir given
+  // and every log dir the plan guards (a partition's real parent included).
+  if (options.backupDir)
+    await assertBackupDirOutside(options.backupDir, [stage.logDir, ...planned.logDirs], options.roots);
+  c.discarded += await pruneStage(stage);
   for (const r of planned.skipped) options.onSegment?.(r);
   const key = stageOptionsKey(options);
   const { todo, skipped } = planned;

@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { convertSegment } from '../placements/convert.js';
 import { verifySegment } from '../rewrite/verify.js';
 import { migrate } from '../runs/migrate.js';
+import { commitStage, prepareStage } from '../runs/two-phase.js';
 import { mixedSegment, prng, text, tmpDir, writeSegment } from '../test-support/fixtures.js';
 import { independentRecords, recoveryIndexes } from '../test-support/independent.js';
 
@@ -87,6 +88,35 @@ describe('a backup directory inside the migrated tree is refused', () => {
       { kind: 'inPlace', backupDir: path.join(root, 'orders-0', 'bk') },
     );
     expect(r.error?.code).toBe('INVALID_ARGUMENT');
+  });
+
+  it('the commit checks it as migrate does, before any change: inside the roots, and outside the real log dir of a partition named through a link', async () => {
+    const { dir, root } = await logDir();
+    const stageDir = path.join(dir, 'stage');
+    await prepareStage(root, { codec: 'zstd', stageDir, mode: 'inline' });
+    const staged = await readdir(stageDir, { recursive: true });
+    const before = await readdir(path.join(root, 'orders-0'));
+    const elsewhere = path.join(await tmpDir(), 'backup');
+    await expect(
+      commitStage(root, { codec: 'zstd', stageDir, mode: 'inline', roots: [dir], backupDir: elsewhere }),
+    ).rejects.toThrow(/backup dir .* is outside the allowed roots/);
+    // The partition named through a link: its real log dir is `root`, where a broker would find
+    // the backup dir beside its partitions and refuse to start.
+    await mkdir(path.join(dir, 'links'));
+    const linked = path.join(dir, 'links', 'orders-0');
+    await symlink(path.join(root, 'orders-0'), linked);
+    const linkedStage = path.join(dir, 'stage-linked');
+    await prepareStage(linked, { codec: 'zstd', stageDir: linkedStage, mode: 'inline' });
+    await expect(
+      commitStage(linked, {
+        codec: 'zstd',
+        stageDir: linkedStage,
+        mode: 'inline',
+        backupDir: path.join(root, 'backup'),
+      }),
+    ).rejects.toThrow(/backup dir .* is inside .*which is being migrated/);
+    expect(await readdir(path.join(root, 'orders-0'))).toEqual(before);
+    expect(await readdir(stageDir, { recursive: true })).toEqual(staged);
   });
 
   it('backups are marked and never migrated: a second run over a parent of both leaves them alone', async () => {
