@@ -10,7 +10,8 @@
 //   - 64 MiB 100-200 byte plain magic-1 messages, coalesce -> zstd-3           target >= 0.40x
 //   - the same, --grouping kafka --codec none                                  target >= 0.20x
 //   - every case: peak RSS                                                     target <= 200 MiB
-// Options (env): BENCH_REPS (3), BENCH_GZ_MB (128), BENCH_TINY_MB (64), BENCH_DIR (os tmp).
+// Options (env): BENCH_REPS (3), BENCH_GZ_MB (128), BENCH_TINY_MB (64), BENCH_DIR (os tmp),
+// BENCH_SEGLIFT (the seglift program, default apps/cli/dist/seglift).
 // Run: pnpm bench whole-process
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -20,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { canPin, childEnv, floorInChild, tinyData, v1GzipData, v2GzipData } from './floor.mjs';
 import { conditions } from './helpers.mjs';
 
-const bin = fileURLToPath(new URL('../apps/cli/dist/seglift', import.meta.url));
+const bin = process.env.BENCH_SEGLIFT ?? fileURLToPath(new URL('../apps/cli/dist/seglift', import.meta.url));
 const REPS = Number(process.env.BENCH_REPS ?? 3);
 const GZ_MB = Number(process.env.BENCH_GZ_MB ?? 128);
 const TINY_MB = Number(process.env.BENCH_TINY_MB ?? 64);
