@@ -129,21 +129,45 @@ export function keptAsIs(
  * go backwards).
  */
 export class OffsetOrder {
-  private last: bigint | undefined;
+  /**
+   * The last offset seen: a number while it lies in [0, 2^53), as every real offset does, so a
+   * legacy entry's check (followAt, once per message) makes no BigInt; a bigint otherwise.
+   */
+  private last: number | bigint | undefined;
 
   constructor(private readonly file: string) {}
 
   /** The entry at `position` holds offsets `first` to `last`; throws CorruptRecordError when it does not follow. */
   follow(first: bigint, last: bigint, position: number): void {
-    if (this.last !== undefined && first <= this.last)
-      throw new CorruptRecordError(`offset ${first} does not follow ${this.last}`, {
-        file: this.file,
-        position,
-        offset: first,
-      });
-    this.last = last;
+    if (this.last !== undefined && first <= BigInt(this.last)) throw this.backwards(first, position);
+    this.last = last >= 0n && last <= MAX_SAFE_OFFSET ? Number(last) : last;
+  }
+
+  /** The same for an entry holding the one offset stored at b[p, p + 8) (big-endian int64). */
+  followAt(b: Buffer, p: number, position: number): void {
+    const high = b.readUInt32BE(p);
+    if (high < SAFE_HIGH_WORDS && typeof this.last !== 'bigint') {
+      const offset = high * 0x1_0000_0000 + b.readUInt32BE(p + 4);
+      if (this.last !== undefined && offset <= this.last) throw this.backwards(BigInt(offset), position);
+      this.last = offset;
+      return;
+    }
+    const offset = b.readBigInt64BE(p);
+    this.follow(offset, offset, position);
+  }
+
+  private backwards(first: bigint, position: number): CorruptRecordError {
+    return new CorruptRecordError(`offset ${first} does not follow ${this.last}`, {
+      file: this.file,
+      position,
+      offset: first,
+    });
   }
 }
+
+/** Offsets below 2^53 are exact as numbers: their high 32-bit word is below 2^21. */
+const SAFE_HIGH_WORDS = 0x20_0000;
+const MAX_SAFE_OFFSET = BigInt(Number.MAX_SAFE_INTEGER);
 
 /** Adds file and position (pure functions report positions relative to the entry). */
 export function withEntryContext(

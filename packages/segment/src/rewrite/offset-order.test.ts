@@ -6,11 +6,13 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CompressionType } from '@seglift/format';
 import { encodeLegacyEntry } from '@seglift/legacy';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { convertSegment } from '../placements/convert.js';
 import { commitStage, prepareStage } from '../runs/two-phase.js';
 import { tmpDir, v2Batch, writeSegment } from '../test-support/fixtures.js';
 import { ls, sha256 } from '../test-support/helpers.js';
+import { OffsetOrder } from './entry.js';
 import { verifySegment } from './verify.js';
 
 const values = (n: number) => Array.from({ length: n }, (_, i) => Buffer.from(`value ${i} `.repeat(8)));
@@ -90,5 +92,63 @@ describe('offsets that go backwards', () => {
     expect(committed.reports).toMatchObject([{ result: 'skipped' }, refusal(log, at)]);
     expect(committed.summary).toMatchObject({ converted: 0, failed: 1 });
     expect(await readFile(log)).toEqual(before);
+  });
+});
+
+describe('OffsetOrder', () => {
+  /** What it checks, in bigints only: each entry's first offset above the last one's last. */
+  function reference(entries: { first: bigint; last: bigint }[]): string | undefined {
+    let last: bigint | undefined;
+    for (const e of entries) {
+      if (last !== undefined && e.first <= last) return `offset ${e.first} does not follow ${last}`;
+      last = e.last;
+    }
+    return undefined;
+  }
+
+  it('a legacy entry read without a BigInt (followAt) is judged as in bigints, around 0, 2^32, 2^53 and the int64 ends', () => {
+    const edges = [
+      0n,
+      1n,
+      2n ** 32n - 1n,
+      2n ** 32n,
+      2n ** 53n - 2n,
+      2n ** 53n - 1n,
+      2n ** 53n,
+      2n ** 63n - 1n,
+      -1n,
+      -(2n ** 63n),
+    ];
+    const offset = fc.oneof(
+      fc.constantFrom(...edges),
+      fc.bigInt(-5n, 2n ** 33n),
+      fc.bigInt(2n ** 53n - 6n, 2n ** 53n + 6n),
+      fc.bigInt(-(2n ** 63n), 2n ** 63n - 1n),
+    );
+    // A legacy entry holds one offset; a v2 batch a range (first <= last, or not: a corrupt one).
+    const entry = fc.oneof(
+      offset.map((o) => ({ legacy: true, first: o, last: o })),
+      fc.tuple(offset, fc.bigInt(0n, 40n)).map(([o, d]) => ({ legacy: false, first: o, last: o + d })),
+    );
+    fc.assert(
+      fc.property(fc.array(entry, { minLength: 1, maxLength: 8 }), (entries) => {
+        const order = new OffsetOrder('00000000000000000000.log');
+        const b = Buffer.alloc(8);
+        let got: string | undefined;
+        try {
+          for (const [i, e] of entries.entries()) {
+            if (e.legacy) {
+              b.writeBigInt64BE(e.first);
+              order.followAt(b, 0, i);
+            } else order.follow(e.first, e.last < 2n ** 63n ? e.last : e.first, i);
+          }
+        } catch (err) {
+          got = (err as { detail: string }).detail;
+        }
+        const clamped = entries.map((e) => ({ first: e.first, last: e.last < 2n ** 63n ? e.last : e.first }));
+        expect(got).toBe(reference(clamped));
+      }),
+      { numRuns: 3000, seed: 20261205 },
+    );
   });
 });

@@ -401,8 +401,7 @@ class RewritePass {
       };
       this.runFrom = p;
     }
-    const offset = b.readBigInt64BE(p);
-    this.order.follow(offset, offset, position);
+    this.order.followAt(b, p, position);
     try {
       // Checks the entry's CRC-32 (and a wrapper's inner ones) as inspectEntry would.
       this.up.pushEntry(b, p, p + size);
