@@ -305,11 +305,11 @@ function runWith(root, tag) {
     }
     process.stdout.write(JSON.stringify(res));
   `;
-  const r = spawnSync(
-    process.execPath,
-    ['--max-semi-space-size=8', '--single-threaded-gc', '--input-type=module', '-e', script],
-    { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, env: { ...process.env, MALLOC_ARENA_MAX: '2' } },
-  );
+  const r = spawnSync(process.execPath, ['--single-threaded-gc', '--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+    env: { ...process.env, MALLOC_ARENA_MAX: '2' },
+  });
   if (r.status !== 0) throw new Error(`${tag}: ${r.stderr}`);
   return JSON.parse(r.stdout);
 }

@@ -38,12 +38,8 @@ const work = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'seglift-bench-
 const segmentDist = new URL('../packages/segment/dist/index.js', import.meta.url).href;
 
 const childEnv = { ...process.env, MALLOC_ARENA_MAX: '2' };
-const childFlags = [
-  '--max-semi-space-size=8',
-  '--single-threaded-gc',
-  '--no-allocation-site-pretenuring',
-  '--heap-growing-percent=50',
-];
+// The launcher's flags (packages/segment/src/node-flags.ts), less --enable-source-maps.
+const childFlags = ['--single-threaded-gc', '--no-allocation-site-pretenuring', '--heap-growing-percent=50'];
 
 /** The generated log dir: every segment's offsets rebased onto its base offset. */
 function generate(root, segMb = SEG_MB) {

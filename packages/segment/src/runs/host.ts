@@ -10,13 +10,13 @@ import os from 'node:os';
 
 /**
  * Peak RSS of a conversion process: at most PROCESS_MEMORY_MIB plus THREAD_MEMORY_MIB for each
- * conversion thread (docs/benchmarks.md, "Scaling up"). A thread holds its V8 heap (~12-16 MiB),
- * its reused read, write and codec buffers (~10-25 MiB: v1 wrappers coalesced into 1 MiB batches
- * the most) and the codecs' contexts; since a thread makes no garbage per batch or per pass, 16
- * threads over 48 partitions peaked at 419 (v2) and 645 MiB (v1) on 2 cores, 22-35 MiB a thread
- * over one thread's run. On 16 cores the same code before that change peaked ~180 MiB higher
+ * conversion thread (docs/benchmarks.md, "Scaling up"). A thread holds its V8 heap (young
+ * generation 6-24 MiB by the pool's size, pool.ts), its reused read, write, upconverter and codec
+ * buffers (~10-25 MiB: v1 wrappers coalesced into 1 MiB batches the most) and the codecs'
+ * contexts; 16 threads over 48 partitions peaked at 450 (v2) and 556 MiB (v1) on 2 cores, 24-30
+ * MiB a thread over one thread's run. On 16 cores the code of 2026-12-04 peaked ~180 MiB higher
  * than on 2 cores; it has not been measured there since, so a thread is counted at 48 MiB (the
- * 16-core peaks measured before it, 870-903 MiB, fit too), not the 32 issue 35 asks for.
+ * 16-core peaks measured then, 870-903 MiB, fit too), not the 32 that 2 cores now show.
  */
 export const PROCESS_MEMORY_MIB = 200;
 export const THREAD_MEMORY_MIB = 48;

@@ -24,11 +24,17 @@ import { emptyReport, type SegmentReport } from '../rewrite/report.js';
 import { rewriteSettingsOf } from '../rewrite/rewrite.js';
 
 /**
- * V8 limits for a thread that runs conversions: the young generation capped as the programs cap
- * theirs (--max-semi-space-size=8, i.e. 3 x 8 MiB, node-flags.ts), so each thread's heap stays
- * near its working set under the pipeline's allocation rate (bench/pipeline).
+ * V8 limits for each thread of a pool of `threads` conversion threads. The young generation (V8
+ * counts three semi-spaces in it) is 24 MiB for one or two threads, as the pipeline was tuned on
+ * 2 cores (bench/pipeline), and shrinks as the threads are more, to 48 MiB for all of them
+ * together and at least 6 (2 MiB semi-spaces) from 8 threads on: each thread's heap then stays
+ * near its working set, and at 16 threads the process peaked 50-60 MiB lower at the same CPU per
+ * MB (docs/benchmarks.md, "Each thread's young generation"). The programs pass no
+ * --max-semi-space-size (node-flags.ts): V8 would take that over these limits in every thread.
  */
-export const PIPELINE_THREAD_RESOURCE_LIMITS = { maxYoungGenerationSizeMb: 24 } as const;
+export function pipelineThreadResourceLimits(threads: number): { maxYoungGenerationSizeMb: number } {
+  return { maxYoungGenerationSizeMb: Math.max(6, Math.min(24, Math.floor(48 / Math.max(1, threads)))) };
+}
 
 export type ToThread =
   | {
@@ -184,7 +190,7 @@ export class ConversionPool {
   private spawn(): PoolThread {
     const t: PoolThread = {
       worker: new Worker(this.script, {
-        resourceLimits: PIPELINE_THREAD_RESOURCE_LIMITS,
+        resourceLimits: pipelineThreadResourceLimits(this.options.size),
         // The process's one I/O budget and its prepare priority rule (io-courtesy.ts).
         workerData: threadInit(),
       }),
