@@ -22,24 +22,12 @@
 // BENCH_WINDOW_S (30), BENCH_IO_LIMIT_MB (2), BENCH_DIR (os tmp).
 // Run: pnpm bench live-broker
 import { spawn, spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import {
-  chmodSync,
-  closeSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  unlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MiB, rebaseSegment, segmentLog, writeV1GzipSegment, writeV2GzipSegment } from './data.mjs';
-import { conditions, freePort, median, sh, sleep } from './helpers.mjs';
+import { conditions, median, sh, sleep } from './helpers.mjs';
+import { CACHE_DIR, javaClasses, javaClient, kafkaJars, LoopbackBroker } from './kafka-broker.mjs';
 
 const SEG_MB = Number(process.env.BENCH_SEG_MB ?? 8);
 const PARTITIONS = Number(process.env.BENCH_LIVE_PARTITIONS ?? 4);
@@ -49,64 +37,29 @@ const LIMIT_MB = Number(process.env.BENCH_IO_LIMIT_MB ?? 2);
 /** ProducerPerformance's --warmup-records: the JVM's first seconds are left out of its stats. */
 const WARMUP_S = 5;
 const repo = new URL('..', import.meta.url).pathname;
-const E2E = join(repo, 'e2e/kafka');
 const SEGLIFT = join(repo, 'apps/cli/dist/seglift');
-const CACHE_DIR = process.env.SEGLIFT_KAFKA_CACHE ?? '/var/tmp/seglift-kafka-jars';
-const JVM_FLAGS = ['-Xms64m', '-Xmx512m', '-XX:+UseSerialGC', '-XX:-UsePerfData', '-Djava.awt.headless=true'];
 const { dropWrittenFile, pageCacheResidency } = await import(
   new URL('../packages/segment/dist/files/io-courtesy.js', import.meta.url).href
 );
 
 const tool = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
 const missing = ['java', 'javac'].filter((t) => !tool(t));
-const jarsDir = existsSync(CACHE_DIR)
-  ? readdirSync(CACHE_DIR).find(
-      (d) => /^kafka4-[0-9a-f]+$/.test(d) && existsSync(join(CACHE_DIR, d, '.complete')),
-    )
-  : undefined;
-if (jarsDir === undefined) missing.push(`Kafka 4 jars in ${CACHE_DIR} (run the e2e/kafka suite once)`);
+const jars = kafkaJars({ fetch: false });
+if (jars === undefined) missing.push(`Kafka 4 jars in ${CACHE_DIR} (run the e2e/kafka suite once)`);
 if (!existsSync(SEGLIFT)) missing.push(`${SEGLIFT} (pnpm build)`);
 if (missing.length > 0) {
   console.log(`(live-broker: skipped, missing ${missing.join(', ')})`);
   process.exit(0);
 }
-const jars = join(CACHE_DIR, jarsDir);
-
-/** TailLag.java compiled against the jars, cached by source and jar set. */
-function tailLagClasses() {
-  const src = join(repo, 'bench/java/TailLag.java');
-  const h = createHash('sha256').update(readFileSync(src)).update(jars).digest('hex').slice(0, 12);
-  const dir = join(CACHE_DIR, `classes-taillag-${h}`);
-  if (existsSync(join(dir, 'TailLag.class'))) return dir;
-  const tmp = `${dir}.tmp-${process.pid}`;
-  sh('javac', ['-nowarn', '-d', tmp, '-cp', `${jars}/*`, src]);
-  sh('chmod', ['-R', 'a+rX', tmp]);
-  sh('mv', ['-T', tmp, dir]);
-  return dir;
-}
-
-/** Brokers run as a non-root user owning their log dir (e2e/kafka/support/env.ts's rule). */
-function brokerUser() {
-  const uid = process.getuid?.() ?? 0;
-  if (uid !== 0) return { uid, gid: process.getgid?.() ?? uid };
-  const [, , u, g] = readFileSync('/etc/passwd', 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith('nobody:'))
-    .split(':');
-  return { uid: Number(u), gid: Number(g) };
-}
-const template = (name, vars) =>
-  readFileSync(join(E2E, 'config', name), 'utf8').replace(/\$\{(\w+)\}/g, (_, k) => String(vars[k]));
 
 const work = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'seglift-bench-live-'));
 chmodSync(work, 0o755);
-const user = brokerUser();
-const asRoot = process.getuid?.() === 0;
 const children = new Set();
-let broker;
+const broker = new LoopbackBroker(work, jars);
+const { logDir } = broker;
 function cleanUp() {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-  if (broker?.exitCode === null) broker.kill('SIGKILL');
+  broker.kill();
   rmSync(work, { recursive: true, force: true });
 }
 process.on('exit', cleanUp);
@@ -115,69 +68,6 @@ for (const s of ['SIGINT', 'SIGTERM'])
     cleanUp();
     process.exit(130);
   });
-
-const logDir = join(work, 'logs');
-const brokerWork = join(work, 'broker');
-mkdirSync(logDir, { recursive: true });
-mkdirSync(join(brokerWork, 'jvm-tmp'), { recursive: true });
-writeFileSync(join(brokerWork, 'log4j2-broker.properties'), template('log4j2-broker.properties', {}));
-const chown = (dir) => sh('chown', ['-R', `${user.uid}:${user.gid}`, dir]);
-let bootstrap = '';
-let starts = 0;
-
-async function writeConfig() {
-  const file = join(brokerWork, 'server.properties');
-  writeFileSync(
-    file,
-    template('kraft.properties', {
-      BROKER_PORT: await freePort(),
-      CONTROLLER_PORT: await freePort(),
-      LOG_DIR: logDir,
-    }),
-  );
-  return file;
-}
-const java = (classpath, args) => [
-  ...JVM_FLAGS,
-  `-Dlog4j2.configurationFile=${join(E2E, 'config/log4j2-client.properties')}`,
-  '-cp',
-  classpath,
-  ...args,
-];
-const javaBroker = (args) => [
-  ...JVM_FLAGS,
-  `-Dlog4j2.configurationFile=${join(brokerWork, 'log4j2-broker.properties')}`,
-  `-Djava.io.tmpdir=${join(brokerWork, 'jvm-tmp')}`,
-  '-cp',
-  `${jars}/*`,
-  ...args,
-];
-async function startBroker() {
-  const config = await writeConfig();
-  bootstrap = `127.0.0.1:${/PLAINTEXT:\/\/127\.0\.0\.1:(\d+)/.exec(readFileSync(config, 'utf8'))[1]}`;
-  const logFile = join(brokerWork, `broker-${++starts}.log`);
-  const fd = openSync(logFile, 'a', 0o644);
-  chown(brokerWork);
-  chown(logDir);
-  broker = spawn('java', javaBroker(['kafka.Kafka', config]), {
-    ...(asRoot ? { uid: user.uid, gid: user.gid } : {}),
-    cwd: brokerWork,
-    env: { PATH: process.env.PATH, HOME: brokerWork, JAVA_HOME: process.env.JAVA_HOME ?? '' },
-    stdio: ['ignore', fd, fd],
-  });
-  closeSync(fd);
-  const end = Date.now() + 180_000;
-  while (!readFileSync(logFile, 'utf8').includes('Kafka Server started')) {
-    if (broker.exitCode !== null || Date.now() > end)
-      throw new Error(`Kafka 4 did not start\n${readFileSync(logFile, 'utf8').slice(-4000)}`);
-    await sleep(200);
-  }
-}
-async function stopBroker() {
-  const exited = new Promise((r) => broker.once('exit', r));
-  broker.kill('SIGTERM');
-  await exited;
-}
 
 /** The `.log` files of `old` (rolled and active) and the active `.log` of each `live` partition. */
 const logsOf = (dir) =>
@@ -217,7 +107,7 @@ async function window(name, prepareArgs, tail) {
   const t0 = Date.now() + WARMUP_S * 1000;
   const producer = spawn(
     'java',
-    java(`${jars}/*`, [
+    javaClient(`${jars}/*`, [
       'org.apache.kafka.tools.ProducerPerformance',
       '--topic',
       'live',
@@ -230,7 +120,7 @@ async function window(name, prepareArgs, tail) {
       '--throughput',
       String(RATE),
       '--producer-props',
-      `bootstrap.servers=${bootstrap}`,
+      `bootstrap.servers=${broker.bootstrap}`,
       'acks=all',
       'enable.idempotence=true',
       'linger.ms=5',
@@ -348,21 +238,16 @@ async function window(name, prepareArgs, tail) {
 }
 
 try {
-  const classes = tailLagClasses();
-  const tailLag = (...args) => java(`${classes}:${jars}/*`, ['TailLag', ...args]);
-  chown(logDir);
-  const config = await writeConfig();
-  sh(asRoot ? 'setpriv' : 'java', [
-    ...(asRoot ? [`--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', 'java'] : []),
-    ...javaBroker(['kafka.tools.StorageTool', 'format', '-t', 'c2VnbGlmdC1saXZlLTAx', '-c', config]),
-  ]);
-  await startBroker();
+  const classes = javaClasses('TailLag', jars);
+  const tailLag = (...args) => javaClient(`${classes}:${jars}/*`, ['TailLag', ...args]);
+  await broker.format('c2VnbGlmdC1saXZlLTAx');
+  await broker.start();
   sh(
     'java',
-    tailLag('create', bootstrap, 'old', String(PARTITIONS), 'retention.ms=-1', 'retention.bytes=-1'),
+    tailLag('create', broker.bootstrap, 'old', String(PARTITIONS), 'retention.ms=-1', 'retention.bytes=-1'),
   );
-  sh('java', tailLag('create', bootstrap, 'live', '2', `segment.bytes=${256 * MiB}`));
-  await stopBroker();
+  sh('java', tailLag('create', broker.bootstrap, 'live', '2', `segment.bytes=${256 * MiB}`));
+  await broker.stop();
 
   // The old segments move in (indexes and snapshots left for Kafka to rebuild).
   let oldBytes = 0;
@@ -383,9 +268,9 @@ try {
     });
   }
   rmSync(join(logDir, '.kafka_cleanshutdown'), { force: true });
-  await startBroker();
+  await broker.start();
   const tail = [];
-  const consumer = spawn('java', tailLag('tail', bootstrap, 'live'), {
+  const consumer = spawn('java', tailLag('tail', broker.bootstrap, 'live'), {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   children.add(consumer);
@@ -422,11 +307,11 @@ try {
   );
   results.push(await window('baseline again', undefined, tail));
   consumer.kill('SIGKILL');
-  await stopBroker();
+  await broker.stop();
 
   console.log(`${conditions()}; ${Math.round(os.totalmem() / 2 ** 30)} GiB RAM`);
   console.log(
-    `\nBroker: Kafka 4 (${jarsDir}), \`old\`: ${PARTITIONS} partitions x 3 rolled segments of ${SEG_MB} MiB ` +
+    `\nBroker: Kafka 4 (${jars.split('/').pop()}), \`old\`: ${PARTITIONS} partitions x 3 rolled segments of ${SEG_MB} MiB ` +
       `(${(oldBytes / MiB).toFixed(0)} MiB: magic-1 gzip-9, v2 gzip-9, magic-1 gzip-9), cold; \`live\`: 2 partitions, ` +
       `ProducerPerformance ${RATE} records/s of 1 KB, acks=all, idempotent; windows of ${WINDOW_S} s.\n`,
   );

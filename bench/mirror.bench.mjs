@@ -16,39 +16,30 @@
 // as the oracle suite), its config templates and its broker user (nobody when root).
 // Options (env): BENCH_SEG_MB (16), BENCH_MIRROR_SEGMENTS (3), BENCH_REPS (2), BENCH_DIR (os tmp).
 // Run: pnpm bench mirror
-import { spawn, spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import {
   chmodSync,
-  closeSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
-  openSync,
   readdirSync,
   readFileSync,
-  renameSync,
   rmSync,
   statSync,
   unlinkSync,
-  writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { MiB, rebaseSegment, segmentLog, writeV1GzipSegment } from './data.mjs';
-import { freePort, sh, sleep } from './helpers.mjs';
+import { sh } from './helpers.mjs';
+import { javaClasses, javaClient, kafkaJars, LoopbackBroker } from './kafka-broker.mjs';
 
 const SEG_MB = Number(process.env.BENCH_SEG_MB ?? 16);
 const SEGMENTS = Number(process.env.BENCH_MIRROR_SEGMENTS ?? 3);
 const REPS = Number(process.env.BENCH_REPS ?? 2);
 const repo = new URL('..', import.meta.url).pathname;
-const E2E = join(repo, 'e2e/kafka');
 const SEGLIFT = join(repo, 'apps/cli/dist/seglift');
-const CACHE_DIR = process.env.SEGLIFT_KAFKA_CACHE ?? '/var/tmp/seglift-kafka-jars';
 const RSS_LIMIT_MIB = 200;
-// e2e/kafka/support/brokers.ts's JVM flags but the JIT's: C1 only (TieredStopAtLevel=1) starts
-// faster but would make the copy slower than an operator's MirrorMaker.
-const JVM_FLAGS = ['-Xms64m', '-Xmx512m', '-XX:+UseSerialGC', '-XX:-UsePerfData', '-Djava.awt.headless=true'];
 
 const tool = (cmd, args) => spawnSync(cmd, args, { encoding: 'utf8' }).status === 0;
 const missing = ['java', 'javac', 'mvn', 'taskset'].filter((t) => !tool('sh', ['-c', `command -v ${t}`]));
@@ -58,73 +49,11 @@ if (missing.length > 0) {
   process.exit(0);
 }
 
-const hash = (...parts) => {
-  const h = createHash('sha256');
-  for (const p of parts) h.update(p);
-  return h.digest('hex').slice(0, 12);
-};
-
-/** The kafka4 profile's jars, fetched as e2e/kafka/support/env.ts fetches them (same cache dir). */
-function kafkaJars() {
-  const pom = join(E2E, 'pom.xml');
-  const dir = join(CACHE_DIR, `kafka4-${hash(readFileSync(pom))}`);
-  if (existsSync(join(dir, '.complete'))) return dir;
-  mkdirSync(CACHE_DIR, { recursive: true, mode: 0o755 });
-  chmodSync(CACHE_DIR, 0o755);
-  const tmp = `${dir}.tmp-${process.pid}`;
-  rmSync(tmp, { recursive: true, force: true });
-  sh('mvn', [
-    '-B',
-    '-q',
-    '-f',
-    pom,
-    '-P',
-    'kafka4',
-    'dependency:copy-dependencies',
-    `-DoutputDirectory=${tmp}`,
-  ]);
-  for (const f of readdirSync(tmp)) chmodSync(join(tmp, f), 0o644);
-  chmodSync(tmp, 0o755);
-  rmSync(dir, { recursive: true, force: true });
-  renameSync(tmp, dir);
-  writeFileSync(join(dir, '.complete'), '');
-  return dir;
-}
-
-/** Copier.java compiled against those jars, cached by source and jar set. */
-function copierClasses(jars) {
-  const src = join(repo, 'bench/java/Copier.java');
-  const dir = join(CACHE_DIR, `classes-copier-${hash(readFileSync(src), jars)}`);
-  if (existsSync(join(dir, 'Copier.class'))) return dir;
-  const tmp = `${dir}.tmp-${process.pid}`;
-  rmSync(tmp, { recursive: true, force: true });
-  sh('javac', ['-nowarn', '-d', tmp, '-cp', `${jars}/*`, src]);
-  sh('chmod', ['-R', 'a+rX', tmp]);
-  rmSync(dir, { recursive: true, force: true });
-  renameSync(tmp, dir);
-  return dir;
-}
-
-/** Brokers run as a non-root user owning their log dir (e2e/kafka/support/env.ts's rule). */
-function brokerUser() {
-  const uid = process.getuid?.() ?? 0;
-  if (uid !== 0) return { uid, gid: process.getgid?.() ?? uid };
-  const line = readFileSync('/etc/passwd', 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith('nobody:'));
-  const [, , u, g] = line.split(':');
-  return { uid: Number(u), gid: Number(g) };
-}
-const template = (name, vars) =>
-  readFileSync(join(E2E, 'config', name), 'utf8').replace(/\$\{(\w+)\}/g, (_, k) => String(vars[k]));
-
 const work = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'seglift-bench-mirror-'));
 chmodSync(work, 0o755);
-const user = brokerUser();
-const asRoot = process.getuid?.() === 0;
 let broker;
 function cleanUp() {
-  if (broker?.exitCode === null) broker.kill('SIGKILL');
+  broker?.kill();
   rmSync(work, { recursive: true, force: true });
 }
 process.on('exit', cleanUp);
@@ -134,63 +63,6 @@ for (const s of ['SIGINT', 'SIGTERM'])
     process.exit(130);
   });
 
-const logDir = join(work, 'logs');
-const brokerWork = join(work, 'broker');
-mkdirSync(logDir, { recursive: true });
-mkdirSync(join(brokerWork, 'jvm-tmp'), { recursive: true });
-writeFileSync(join(brokerWork, 'log4j2-broker.properties'), template('log4j2-broker.properties', {}));
-const chown = (dir) => sh('chown', ['-R', `${user.uid}:${user.gid}`, dir]);
-let bootstrap = '';
-let starts = 0;
-
-async function writeConfig() {
-  const file = join(brokerWork, 'server.properties');
-  writeFileSync(
-    file,
-    template('kraft.properties', {
-      BROKER_PORT: await freePort(),
-      CONTROLLER_PORT: await freePort(),
-      LOG_DIR: logDir,
-    }),
-  );
-  return file;
-}
-const javaBroker = (jars, args) => [
-  ...JVM_FLAGS,
-  `-Dlog4j2.configurationFile=${join(brokerWork, 'log4j2-broker.properties')}`,
-  `-Djava.io.tmpdir=${join(brokerWork, 'jvm-tmp')}`,
-  '-cp',
-  `${jars}/*`,
-  ...args,
-];
-async function startBroker(jars) {
-  const config = await writeConfig();
-  bootstrap = `127.0.0.1:${/PLAINTEXT:\/\/127\.0\.0\.1:(\d+)/.exec(readFileSync(config, 'utf8'))[1]}`;
-  const logFile = join(brokerWork, `broker-${++starts}.log`);
-  const fd = openSync(logFile, 'a', 0o644);
-  chown(brokerWork);
-  chown(logDir);
-  broker = spawn('java', javaBroker(jars, ['kafka.Kafka', config]), {
-    ...(asRoot ? { uid: user.uid, gid: user.gid } : {}),
-    cwd: brokerWork,
-    env: { PATH: process.env.PATH, HOME: brokerWork, JAVA_HOME: process.env.JAVA_HOME ?? '' },
-    stdio: ['ignore', fd, fd],
-  });
-  closeSync(fd);
-  const end = Date.now() + 120_000;
-  while (!readFileSync(logFile, 'utf8').includes('Kafka Server started')) {
-    if (broker.exitCode !== null || Date.now() > end)
-      throw new Error(`Kafka 4 did not start\n${readFileSync(logFile, 'utf8').slice(-4000)}`);
-    await sleep(200);
-  }
-}
-async function stopBroker() {
-  const exited = new Promise((r) => broker.once('exit', r));
-  broker.kill('SIGTERM');
-  await exited;
-  if (!existsSync(join(logDir, '.kafka_cleanshutdown')))
-    throw new Error('Kafka 4 stopped without a clean shutdown');
-}
 /** utime + stime of a process (all its threads), in seconds. */
 function cpuOf(pid) {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -224,26 +96,15 @@ const logBytes = (dir) =>
     .reduce((a, f) => a + statSync(join(dir, f)).size, 0);
 
 try {
-  const jars = kafkaJars();
-  const classes = copierClasses(jars);
-  const copier = (...args) => [
-    ...JVM_FLAGS,
-    `-Dlog4j2.configurationFile=${join(E2E, 'config/log4j2-client.properties')}`,
-    '-cp',
-    `${classes}:${jars}/*`,
-    'Copier',
-    ...args,
-  ];
+  const jars = kafkaJars({ fetch: true });
+  const classes = javaClasses('Copier', jars);
+  const copier = (...args) => javaClient(`${classes}:${jars}/*`, ['Copier', ...args]);
+  broker = new LoopbackBroker(work, jars);
+  const { logDir } = broker;
 
   // Kafka 4 formats its log dir and creates the topics (so its metadata log has their ids).
-  chown(logDir);
-  chown(brokerWork);
-  const config = await writeConfig();
-  sh(asRoot ? 'setpriv' : 'java', [
-    ...(asRoot ? [`--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', 'java'] : []),
-    ...javaBroker(jars, ['kafka.tools.StorageTool', 'format', '-t', 'c2VnbGlmdC1taXJyb3ItMQ', '-c', config]),
-  ]);
-  await startBroker(jars);
+  await broker.format('c2VnbGlmdC1taXJyb3ItMQ');
+  await broker.start();
   const keep = ['retention.ms=-1', 'retention.bytes=-1'];
   const seg = [`segment.bytes=${SEG_MB * MiB}`];
   const topics = [
@@ -251,8 +112,8 @@ try {
     ['src-v2', seg],
   ];
   for (let r = 0; r < REPS; r++) topics.push([`dst-v1-${r}`, seg], [`dst-v2-${r}`, seg]);
-  for (const [t, extra] of topics) sh('java', copier('create', bootstrap, t, ...keep, ...extra));
-  await stopBroker();
+  for (const [t, extra] of topics) sh('java', copier('create', broker.bootstrap, t, ...keep, ...extra));
+  await broker.stop({ clean: true });
 
   // The legacy segments move in (indexes and snapshots left for Kafka to rebuild).
   const v1Dir = join(logDir, 'src-v1-0');
@@ -266,28 +127,28 @@ try {
     next += BigInt(entries) * 100n;
   }
   rmSync(join(logDir, '.kafka_cleanshutdown'), { force: true });
-  await startBroker(jars);
+  await broker.start();
   // src-v2: the same records through Kafka's producer with gzip-9 (setup, not timed).
-  sh('java', copier('copy', bootstrap, 'src-v1', 'src-v2', 'gzip', '9'));
+  sh('java', copier('copy', broker.bootstrap, 'src-v1', 'src-v2', 'gzip', '9'));
   // seglift's input: both partition dirs as the broker leaves them at a clean shutdown.
-  await stopBroker();
+  await broker.stop({ clean: true });
   const sources = join(work, 'sources');
   mkdirSync(sources);
   for (const v of ['v1', 'v2']) sh('cp', ['-a', join(logDir, `src-${v}-0`), join(sources, `src-${v}-0`)]);
-  await startBroker(jars);
+  await broker.start();
 
   // Alternating: copy v1, seglift v1, copy v2, seglift v2, then again.
   const runs = { v1: [], v2: [] };
   for (let rep = 0; rep < REPS; rep++)
     for (const v of ['v1', 'v2']) {
-      const before = cpuOf(broker.pid);
+      const before = cpuOf(broker.process.pid);
       const copy = timed('taskset', [
         '-c',
         '0',
         'java',
-        ...copier('copy', bootstrap, `src-${v}`, `dst-${v}-${rep}`, 'zstd', '3'),
+        ...copier('copy', broker.bootstrap, `src-${v}`, `dst-${v}-${rep}`, 'zstd', '3'),
       ]);
-      const brokerCpu = cpuOf(broker.pid) - before;
+      const brokerCpu = cpuOf(broker.process.pid) - before;
       const records = JSON.parse(copy.stdout.trim().split('\n').pop()).records;
       const dir = join(work, `seglift-${v}-${rep}`, `src-${v}-0`);
       mkdirSync(dirname(dir));
@@ -358,6 +219,6 @@ try {
     );
   }
 } finally {
-  if (broker?.exitCode === null) await stopBroker().catch(() => broker.kill('SIGKILL'));
+  if (broker?.process?.exitCode === null) await broker.stop().catch(() => broker.kill());
   cleanUp();
 }
