@@ -197,7 +197,8 @@ function parseMessageAt(b: Uint8Array, p: number, e: number): boolean {
  * Buffers an Upconverter gave back (`release`), taken by the next one. A segment's two buffers grow
  * by doubling to its largest batch (1 MiB and more when coalescing): made anew per segment they
  * were ~8 MiB of garbage each time, which a conversion thread held until V8's next scavenge
- * (docs/benchmarks.md, "Memory per thread"). Kept: at most SPARE_COUNT, each at most SPARE_MAX.
+ * (docs/benchmarks.md, "Each thread's young generation ... and the upconverter's buffers"). Kept:
+ * at most SPARE_COUNT, each at most SPARE_MAX.
  */
 const spares: Buffer[] = [];
 const SPARE_COUNT = 2;
