@@ -130,25 +130,35 @@ export function keptAsIs(
  */
 export class OffsetOrder {
   /**
-   * The last offset seen: a number while it lies in [0, 2^53), as every real offset does, so a
-   * legacy entry's check (followAt, once per message) makes no BigInt; a bigint otherwise.
+   * The last offset seen while it lies in [0, 2^53), as every real offset does; -1 before the
+   * first. Always a number, so a legacy entry's check (followAt, once per message) neither makes
+   * a BigInt nor compares against a field that may hold one.
    */
-  private last: number | bigint | undefined;
+  private last = -1;
+  /** The last offset seen when it lies outside [0, 2^53) (a corrupt segment's); `last` is then unused. */
+  private wide: bigint | undefined;
 
   constructor(private readonly file: string) {}
 
   /** The entry at `position` holds offsets `first` to `last`; throws CorruptRecordError when it does not follow. */
   follow(first: bigint, last: bigint, position: number): void {
-    if (this.last !== undefined && first <= BigInt(this.last)) throw this.backwards(first, position);
-    this.last = last >= 0n && last <= MAX_SAFE_OFFSET ? Number(last) : last;
+    const previous = this.wide ?? (this.last < 0 ? undefined : BigInt(this.last));
+    if (previous !== undefined && first <= previous) throw this.backwards(first, previous, position);
+    if (last >= 0n && last <= MAX_SAFE_OFFSET) {
+      this.last = Number(last);
+      this.wide = undefined;
+    } else this.wide = last;
   }
 
   /** The same for an entry holding the one offset stored at b[p, p + 8) (big-endian int64). */
   followAt(b: Buffer, p: number, position: number): void {
-    const high = b.readUInt32BE(p);
-    if (high < SAFE_HIGH_WORDS && typeof this.last !== 'bigint') {
-      const offset = high * 0x1_0000_0000 + b.readUInt32BE(p + 4);
-      if (this.last !== undefined && offset <= this.last) throw this.backwards(BigInt(offset), position);
+    // The offset's top 11 bits clear: below 2^53. The bytes are read directly: with two
+    // readUInt32BE calls per message the check cost ~2% of converting small messages.
+    if ((b[p] | (b[p + 1] & 0xe0)) === 0 && this.wide === undefined) {
+      const offset =
+        ((b[p + 1] << 16) | (b[p + 2] << 8) | b[p + 3]) * 0x1_0000_0000 +
+        (((b[p + 4] << 24) | (b[p + 5] << 16) | (b[p + 6] << 8) | b[p + 7]) >>> 0);
+      if (offset <= this.last) throw this.backwards(BigInt(offset), BigInt(this.last), position);
       this.last = offset;
       return;
     }
@@ -156,8 +166,8 @@ export class OffsetOrder {
     this.follow(offset, offset, position);
   }
 
-  private backwards(first: bigint, position: number): CorruptRecordError {
-    return new CorruptRecordError(`offset ${first} does not follow ${this.last}`, {
+  private backwards(first: bigint, previous: bigint, position: number): CorruptRecordError {
+    return new CorruptRecordError(`offset ${first} does not follow ${previous}`, {
       file: this.file,
       position,
       offset: first,
@@ -165,8 +175,6 @@ export class OffsetOrder {
   }
 }
 
-/** Offsets below 2^53 are exact as numbers: their high 32-bit word is below 2^21. */
-const SAFE_HIGH_WORDS = 0x20_0000;
 const MAX_SAFE_OFFSET = BigInt(Number.MAX_SAFE_INTEGER);
 
 /** Adds file and position (pure functions report positions relative to the entry). */
