@@ -4,7 +4,7 @@
  * Everything the cluster needs on the machine is installed by scripts/k8s/setup.sh.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { requirement } from '@seglift/testkit';
 import { describeRun, REPO_ROOT, type RunResult, run } from '../../kafka/support/env.js';
@@ -61,6 +61,13 @@ export class Cluster {
 
   async up(): Promise<void> {
     this.kubeconfig = await script('cluster.sh', ['up', this.dir], 300_000);
+  }
+
+  /** Copies the components' logs and the pods' logs to `to` (down removes them with the rest). */
+  keepLogs(to: string): void {
+    for (const d of ['logs', 'pod-logs'])
+      if (existsSync(join(this.dir, d)))
+        cpSync(join(this.dir, d), join(to, d), { recursive: true, dereference: true, force: true });
   }
 
   /** Removes everything the cluster made, in its directory and outside it. */

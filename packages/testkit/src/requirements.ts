@@ -98,7 +98,7 @@ export const kubectl = program(
 
 export const realFixtures = requirement(
   '../shared/fixtures/real',
-  'real broker segments are the only inputs written by Kafka itself (read from beside the checkout, never copied)',
+  'real broker segments are the only inputs written by Kafka itself (read from beside the checkout, or from $SEGLIFT_TEST_SHARED_DIR/fixtures/real; never copied)',
   () => (realSegmentLogs().length > 0 ? undefined : `no *.log under ${REAL_FIXTURES}`),
 );
 
@@ -117,7 +117,7 @@ export function realSegmentLogs(): string[] {
 }
 export const kafkajsFixtures = files(
   '../shared/fixtures/kafkajs',
-  "kafkajs's captured protocol fixtures are vectors written by another implementation",
+  "kafkajs's captured protocol fixtures are vectors written by another implementation (beside the checkout, or under $SEGLIFT_TEST_SHARED_DIR)",
   [KAFKAJS_FIXTURES],
 );
 

@@ -28,8 +28,13 @@ export const IN_CI = !['', '0', 'false', 'no'].includes((process.env.CI ?? '').t
 
 /** The checkout (packages/testkit/{src,dist}/ → ../../..). */
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-/** Fixtures shared beside the checkout (read-only, never copied into the repo). */
-export const SHARED_DIR = path.resolve(REPO_ROOT, '..', 'shared');
+/**
+ * Fixtures shared beside the checkout (read-only, never copied into the repo); a clone elsewhere
+ * names them with SEGLIFT_TEST_SHARED_DIR.
+ */
+export const SHARED_DIR = path.resolve(
+  process.env.SEGLIFT_TEST_SHARED_DIR || path.join(REPO_ROOT, '..', 'shared'),
+);
 export const REAL_FIXTURES = path.join(SHARED_DIR, 'fixtures', 'real');
 export const KAFKAJS_FIXTURES = path.join(SHARED_DIR, 'fixtures', 'kafkajs');
 
