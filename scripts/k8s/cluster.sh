@@ -2,7 +2,8 @@
 # A single-node Kubernetes for the suite (e2e/k8s): etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler, containerd and a kubelet, every file of it under one run directory, no registry
 # (images are imported from tars). Needs `setup.sh` to have run.
-#   cluster.sh up [DIR]     starts it (tearing down what a previous run left in DIR first);
+#   cluster.sh up [DIR]     starts it (tearing down first what a previous run left in DIR, or in
+#                           the run dir of a cluster still up on this machine);
 #                           prints the kubeconfig's path once the node is Ready
 #   cluster.sh down [DIR]   stops it and removes everything it made, in DIR and outside it:
 #                           mounts, network namespaces, the bridge, iptables chains, cgroups,
@@ -20,6 +21,10 @@ API_PORT=16443
 BRIDGE=seglift0
 POD_CIDR=10.244.0.0/16
 SOCK="$DIR/containerd/containerd.sock"
+# The run directory of the cluster up on this machine. One cluster at a time: every run uses the
+# same bridge, pod addresses and ports, so a run killed before its `down` (a suite interrupted)
+# would share its pods' addresses with the next cluster's (two veths with one IP on the bridge).
+CURRENT=/run/seglift-k8s-cluster
 CTR=(ctr --address "$SOCK" -n k8s.io)
 
 log() { echo "k8s cluster: $*" >&2; }
@@ -101,6 +106,7 @@ down() {
   fi
   # The kubelet's links to this run's container logs, where /var/log/containers was there before.
   [[ -d /var/log/containers ]] && find /var/log/containers -lname "$DIR/*" -delete 2>/dev/null || true
+  [[ $(cat "$CURRENT" 2>/dev/null) == "$DIR" ]] && rm -f "$CURRENT"
   rm -rf "$DIR"
   set -e -o pipefail
 }
@@ -160,7 +166,20 @@ up() {
   local pause_tar="$K8S_CACHE/images/pause.tar"
   [[ -s $pause_tar ]] || { log "$pause_tar missing: run scripts/k8s/setup.sh"; exit 1; }
   down
+  local prev
+  prev=$(cat "$CURRENT" 2>/dev/null || true)
+  if [[ -n $prev && $prev != "$DIR" && -d $prev ]]; then
+    log "taking down the cluster an earlier run left up in $prev"
+    bash "$here/cluster.sh" down "$prev"
+  fi
+  # A bridge left by a run whose directory is gone: its pods' veths hold addresses this cluster
+  # will hand out again.
+  if ip link show "$BRIDGE" >/dev/null 2>&1; then
+    log "removing the bridge $BRIDGE an earlier run left (its pods' addresses would clash)"
+    ip link del "$BRIDGE"
+  fi
   mkdir -p "$DIR"/{pki,pids,logs,state,etcd,cni/net.d,cni/ipam,containerd,kubelet,pod-logs,runc}
+  echo "$DIR" >"$CURRENT"
   chmod 700 "$DIR/pki" "$DIR/etcd"
   local ip
   ip=$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')
